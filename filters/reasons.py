@@ -1,0 +1,23 @@
+"""Every reason code a filter can return, declared once.
+
+Codes read ``family.condition``. A shipped code is never renamed: analysts'
+queries over the decisions table depend on it. Add new codes to ``ALL_REASONS``;
+the test suite fails for a declared code that has no fixture asserting it.
+"""
+
+# content: the minimum a page needs to be a document at all (stage: heuristics)
+CONTENT_NO_TEXT = "content.no_text"
+CONTENT_TOO_FEW_WORDS = "content.too_few_words"
+CONTENT_TOO_FEW_IMAGES = "content.too_few_images"
+
+# dedup (stage: dedup)
+DEDUP_EXACT_TEXT = "dedup.exact_text"
+
+ALL_REASONS = frozenset(
+    {
+        CONTENT_NO_TEXT,
+        CONTENT_TOO_FEW_WORDS,
+        CONTENT_TOO_FEW_IMAGES,
+        DEDUP_EXACT_TEXT,
+    }
+)

@@ -1,0 +1,169 @@
+"""Pieces every filtering stage shares: its result type, tags, counters, and the
+DoFn that applies a list of filters to documents in cost order."""
+
+from __future__ import annotations
+
+import logging
+import time
+import traceback
+from typing import Iterable, NamedTuple, Sequence
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+
+from mmcurate.filters.verdict import DocumentFilter, Verdict
+from mmcurate.schemas import KIND_ERROR, KIND_REJECTED, Decision, Document
+
+log = logging.getLogger(__name__)
+
+# Output tags of a stage's ParDo.
+KEPT = "kept"
+REJECTED = "rejected"
+ERRORS = "errors"
+
+# Counter names inside a stage's metric namespace (the namespace is the stage name).
+COUNTER_KEPT = "kept"
+COUNTER_MICROS = "micros"  # processing time spent in the stage, summed over workers
+
+
+def rejected_counter(reason: str) -> str:
+    return f"rejected.{reason}"
+
+
+def error_counter(exc_type: str) -> str:
+    return f"errors.{exc_type}"
+
+
+class StageResult(NamedTuple):
+    """What a filtering stage returns: three PCollections."""
+
+    kept: beam.PCollection
+    rejected: beam.PCollection
+    errors: beam.PCollection
+
+
+def error_detail(exc: BaseException, limit: int = 2000) -> str:
+    """The message and the innermost frames of an exception, for the decision row."""
+    message = f"{exc}"
+    frames = traceback.extract_tb(exc.__traceback__)[-3:]
+    where = " <- ".join(f"{f.filename.rsplit('/', 1)[-1]}:{f.lineno} {f.name}" for f in reversed(frames))
+    text = f"{message} [at {where}]" if where else message
+    return text[:limit]
+
+
+def error_decision(stage: str, doc: Document, exc: BaseException) -> Decision:
+    return Decision(
+        doc_id=doc.doc_id,
+        url=doc.url,
+        stage=stage,
+        kind=KIND_ERROR,
+        reason=type(exc).__name__,
+        provenance=doc.provenance,
+        detail=error_detail(exc),
+        signals=dict(doc.signals),
+        document=doc,
+    )
+
+
+def rejection_decision(stage: str, doc: Document, verdict: Verdict) -> Decision:
+    return Decision(
+        doc_id=doc.doc_id,
+        url=doc.url,
+        stage=stage,
+        kind=KIND_REJECTED,
+        reason=verdict.reason,
+        provenance=doc.provenance,
+        value=verdict.value,
+        threshold=verdict.threshold,
+        detail=verdict.detail,
+        signals=dict(doc.signals),
+        document=doc,
+    )
+
+
+class StageCounters:
+    """Beam counters of one stage, created lazily per name (cheap after the first)."""
+
+    def __init__(self, stage: str):
+        self.stage = stage
+        self._counters: dict[str, object] = {}
+
+    def inc(self, name: str, n: int = 1) -> None:
+        counter = self._counters.get(name)
+        if counter is None:
+            counter = self._counters[name] = Metrics.counter(self.stage, name)
+        counter.inc(n)
+
+    def kept(self) -> None:
+        self.inc(COUNTER_KEPT)
+
+    def rejected(self, reason: str) -> None:
+        self.inc(rejected_counter(reason))
+
+    def error(self, exc: BaseException) -> None:
+        self.inc(error_counter(type(exc).__name__))
+
+    def micros(self, started: float) -> None:
+        self.inc(COUNTER_MICROS, int((time.perf_counter() - started) * 1e6))
+
+
+def apply_filters(doc: Document, filters: Sequence[DocumentFilter]) -> tuple[Document, Verdict | None]:
+    """Run filters in order; stop at the first rejection.
+
+    Returns the document with every measured signal merged in, and the rejecting
+    verdict (None when every filter kept it).
+    """
+    signals: dict[str, float] = {}
+    for filter_fn in filters:
+        verdict = filter_fn(doc)
+        signals.update(verdict.signals)
+        if not verdict.keep:
+            return doc.with_signals(signals), verdict
+    return doc.with_signals(signals), None
+
+
+class ApplyFiltersFn(beam.DoFn):
+    """Applies ``filters`` in order; emits kept documents on the main output and
+    ``Decision`` rows on the ``rejected`` and ``errors`` tags."""
+
+    def __init__(self, stage: str, filters: Sequence[DocumentFilter]):
+        self._stage = stage
+        self._filters = tuple(filters)
+        self._counters: StageCounters | None = None
+
+    def setup(self) -> None:
+        self._counters = StageCounters(self._stage)
+
+    def process(self, doc: Document) -> Iterable:
+        counters = self._counters
+        started = time.perf_counter()
+        try:
+            out, verdict = apply_filters(doc, self._filters)
+        except Exception as exc:  # a filter bug or bad input: one error row, never a crash
+            log.debug("filter failed on %s", doc.doc_id, exc_info=True)
+            counters.error(exc)
+            yield beam.pvalue.TaggedOutput(ERRORS, error_decision(self._stage, doc, exc))
+            counters.micros(started)
+            return
+        if verdict is None:
+            counters.kept()
+            yield out
+        else:
+            counters.rejected(verdict.reason)
+            yield beam.pvalue.TaggedOutput(REJECTED, rejection_decision(self._stage, out, verdict))
+        counters.micros(started)
+
+
+class ApplyDocumentFilters(beam.PTransform):
+    """A filtering stage made of pure document filters applied in cost order."""
+
+    def __init__(self, stage: str, filters: Sequence[DocumentFilter], label: str | None = None):
+        super().__init__(label)
+        self._stage = stage
+        self._filters = tuple(filters)
+
+    def expand(self, docs: beam.PCollection) -> StageResult:
+        outputs = docs | "ApplyFilters" >> beam.ParDo(ApplyFiltersFn(self._stage, self._filters)).with_outputs(
+            REJECTED, ERRORS, main=KEPT
+        )
+        return StageResult(outputs[KEPT], outputs[REJECTED], outputs[ERRORS])
