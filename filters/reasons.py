@@ -5,6 +5,9 @@ queries over the decisions table depend on it. Add new codes to ``ALL_REASONS``;
 the test suite fails for a declared code that has no fixture asserting it.
 """
 
+# http: the response itself is not a page worth extracting (stage: read)
+HTTP_STATUS_NOT_OK = "http.status_not_ok"
+
 # content: the minimum a page needs to be a document at all (stage: heuristics)
 CONTENT_NO_TEXT = "content.no_text"
 CONTENT_TOO_FEW_WORDS = "content.too_few_words"
@@ -15,6 +18,7 @@ DEDUP_EXACT_TEXT = "dedup.exact_text"
 
 ALL_REASONS = frozenset(
     {
+        HTTP_STATUS_NOT_OK,
         CONTENT_NO_TEXT,
         CONTENT_TOO_FEW_WORDS,
         CONTENT_TOO_FEW_IMAGES,

@@ -1,0 +1,41 @@
+"""The minimum a page needs to be an interleaved document: text and images.
+
+Defaults (config `heuristics`): at least 50 words, as Gopher's lower bound
+(Rae et al. 2021, "Scaling Language Models", appendix A), and at least one image,
+since an interleaved image-text document without images is a text document.
+"""
+
+from __future__ import annotations
+
+from mmcurate.filters import reasons
+from mmcurate.filters.text import count_words
+from mmcurate.filters.verdict import Verdict, keep, reject
+from mmcurate.schemas import Document
+
+WORD_COUNT = "content.word_count"
+TEXT_NODES = "content.text_nodes"
+IMAGE_COUNT = "content.image_count"
+
+
+def has_text(doc: Document) -> Verdict:
+    """Reject a document whose main text is empty."""
+    nodes = sum(1 for n in doc.text_nodes if n.text.strip())
+    if nodes == 0:
+        return reject(reasons.CONTENT_NO_TEXT, 0, 1, **{TEXT_NODES: 0.0})
+    return keep(**{TEXT_NODES: float(nodes)})
+
+
+def min_words(doc: Document, *, min_words: int) -> Verdict:
+    """Reject a document with fewer than ``min_words`` word units in its main text."""
+    words = count_words(doc.text)
+    if words < min_words:
+        return reject(reasons.CONTENT_TOO_FEW_WORDS, words, min_words, **{WORD_COUNT: float(words)})
+    return keep(**{WORD_COUNT: float(words)})
+
+
+def min_images(doc: Document, *, min_images: int) -> Verdict:
+    """Reject a document with fewer than ``min_images`` images."""
+    images = len(doc.image_nodes)
+    if images < min_images:
+        return reject(reasons.CONTENT_TOO_FEW_IMAGES, images, min_images, **{IMAGE_COUNT: float(images)})
+    return keep(**{IMAGE_COUNT: float(images)})

@@ -1,0 +1,202 @@
+"""The ``mmcurate`` command line.
+
+``mmcurate run`` parses its own flags and hands every other flag to Beam's
+``PipelineOptions`` unchanged, so any Beam flag (``--runner``,
+``--direct_num_workers``, ``--project``, ...) works as it does in Beam's examples.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import Sequence
+
+from mmcurate import __version__
+from mmcurate.pipeline.config import FILTER_STAGES, IMPLEMENTED_FILTER_STAGES, STAGE_NAMES, ConfigError, load_config
+
+log = logging.getLogger("mmcurate")
+
+RUN_EPILOG = f"""\
+stages (a contract: config sections, manifest keys, metric namespaces and the
+`stage` column of the decisions table use these names):
+  {', '.join(STAGE_NAMES)}
+  read, extract and write always run; --stages picks the filtering stages
+  (available in this version: {', '.join(IMPLEMENTED_FILTER_STAGES)}).
+
+Beam flags: every flag not listed above goes to Beam's PipelineOptions, e.g.
+  --runner DirectRunner (default) | PortableRunner | FlinkRunner | DataflowRunner
+  --direct_num_workers 4 --direct_running_mode multi_processing
+  --job_endpoint localhost:8099 --environment_type LOOPBACK
+A flag that neither mmcurate nor Beam knows is an error.
+
+outputs under --output DIR:
+  documents/*.parquet   kept documents (OBELICS-style interleaved texts/images)
+  decisions/*.parquet   one row per rejected or failed page: stage, kind, reason,
+                        value, threshold, detail, signals, WARC provenance
+  manifest.json         totals (pages = kept + rejected + errors), the funnel per
+                        stage, WARC record counts, config and its sha256, versions
+"""
+
+
+def _beam_option_parser() -> argparse.ArgumentParser:
+    """A parser that knows every flag of every PipelineOptions class Beam defines."""
+    from apache_beam.options import pipeline_options as po
+
+    parser = po._BeamArgumentParser(add_help=False, conflict_handler="resolve")
+    seen: set[type] = set()
+
+    def add(cls: type) -> None:
+        for sub in cls.__subclasses__():
+            if sub in seen:
+                continue
+            seen.add(sub)
+            try:
+                sub._add_argparse_args(parser)
+            except (argparse.ArgumentError, TypeError):
+                pass  # a class that redeclares a flag another class owns
+            add(sub)
+
+    add(po.PipelineOptions)
+    return parser
+
+
+def split_beam_args(argv: Sequence[str], ours: argparse.ArgumentParser) -> tuple[list[str], list[str]]:
+    """Splits ``argv`` into mmcurate's arguments and Beam's.
+
+    Raises SystemExit (via ``ours.error``) for a flag neither side knows.
+    """
+    our_flags = ours._option_string_actions
+    beam_flags = None
+    mine: list[str] = []
+    beams: list[str] = []
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        name = token.split("=", 1)[0]
+        if not token.startswith("-") or token == "-" or name in our_flags:
+            action = our_flags.get(name)
+            mine.append(token)
+            if action is not None and "=" not in token and action.nargs != 0:
+                takes = 1 if action.nargs in (None, "?") else 0
+                mine.extend(argv[i + 1 : i + 1 + takes])
+                i += takes
+            i += 1
+            continue
+        if beam_flags is None:
+            beam_flags = _beam_option_parser()._option_string_actions
+        action = beam_flags.get(name)
+        if action is None:
+            ours.error(f"unknown option {name} (neither an mmcurate flag nor a Beam pipeline option)")
+        beams.append(token)
+        if "=" not in token and action.nargs != 0 and i + 1 < len(argv):
+            beams.append(argv[i + 1])
+            i += 1
+        i += 1
+    return mine, beams
+
+
+def _run_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mmcurate run",
+        description="Curate WARC files into interleaved image-text documents, as Parquet shards.",
+        epilog=RUN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="INPUT",
+        help="WARC/ARC files (.warc, .warc.gz, .arc, .arc.gz) or globs, on any filesystem Beam knows "
+        "(local paths, gs://, s3://, ...); quote globs so Beam expands them",
+    )
+    parser.add_argument("--output", "-o", required=True, metavar="DIR", help="output directory (replaced cleanly on rerun)")
+    parser.add_argument("--config", "-c", metavar="FILE", help="config file, YAML or TOML, a section per stage")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="override one config value (repeatable), e.g. --set heuristics.min_words=100",
+    )
+    parser.add_argument(
+        "--stages",
+        metavar="NAMES",
+        help=f"comma-separated filtering stages to run (default: all available: {','.join(IMPLEMENTED_FILTER_STAGES)}; "
+        f"contract names: {','.join(FILTER_STAGES)})",
+    )
+    parser.add_argument("--quiet", "-q", action="store_true", help="print only the funnel table")
+    parser.add_argument("--verbose", "-v", action="store_true", help="show Beam's own INFO logging")
+    return parser
+
+
+class _DropNoise(logging.Filter):
+    """Drops Beam's import-time warning about Google Cloud client libraries,
+    which says nothing to a run that does not use them."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("apitools not found")
+
+
+def _configure_logging(quiet: bool, verbose: bool) -> None:
+    """Must run before apache_beam is imported: Beam logs at import time."""
+    logging.basicConfig(level=logging.WARNING if quiet else logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(_DropNoise())
+    if not verbose:
+        logging.getLogger("apache_beam").setLevel(logging.WARNING)
+
+
+def cmd_run(argv: Sequence[str]) -> int:
+    parser = _run_parser()
+    if any(a in ("-h", "--help") for a in argv):
+        parser.print_help()
+        return 0
+    _configure_logging(any(a in ("-q", "--quiet") for a in argv), any(a in ("-v", "--verbose") for a in argv))
+    mine, beam_args = split_beam_args(argv, parser)
+    args = parser.parse_args(mine)
+    overrides = list(args.overrides)
+    if args.stages is not None:
+        overrides.append(f"run.stages={args.stages}")
+    try:
+        config = load_config(args.config, overrides)
+    except ConfigError as exc:
+        print(f"mmcurate: {exc}", file=sys.stderr)
+        return 2
+
+    from mmcurate.pipeline.manifest import format_funnel
+    from mmcurate.pipeline.run import InputError, RunError, run_curation
+
+    try:
+        manifest = run_curation(args.inputs, args.output, config, beam_args)
+    except InputError as exc:
+        print(f"mmcurate: {exc}", file=sys.stderr)
+        return 2
+    except RunError as exc:
+        print(f"mmcurate: {exc}", file=sys.stderr)
+        return 1
+    print(format_funnel(manifest))
+    print(f"output: {manifest['output']} (manifest.json, documents/, decisions/)")
+    return 0
+
+
+COMMANDS = {"run": cmd_run}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    top = argparse.ArgumentParser(
+        prog="mmcurate",
+        description="Curate interleaved image-text pretraining data from WARC files with Apache Beam.",
+    )
+    top.add_argument("--version", action="version", version=f"mmcurate {__version__}")
+    top.add_argument("command", choices=sorted(COMMANDS), help="run: curate WARC files (see mmcurate run --help)")
+    if not argv or argv[0] not in COMMANDS:
+        top.parse_args(argv)  # prints help, version or the error
+        return 2
+    return COMMANDS[argv[0]](argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,196 @@
+"""One typed configuration tree, a section per stage.
+
+Loaded from a YAML or TOML file, then overridden by ``--set section.key=value``.
+Unknown keys and bad values fail at load time with a message that names the key.
+Each stage receives only its own section.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from pathlib import Path
+from typing import Any, Literal, Mapping, Optional
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+# The stage names are a contract: config sections, CLI flags, manifest keys, metric
+# namespaces and the `stage` column of decision rows all use them.
+STAGE_NAMES = ("read", "extract", "heuristics", "dedup", "quality", "images", "scoring", "recycle", "write")
+ALWAYS_ON = ("read", "extract", "write")
+FILTER_STAGES = tuple(s for s in STAGE_NAMES if s not in ALWAYS_ON)
+# Filtering stages this version implements; the others are named by the contract
+# but not built yet, and asking for them is an error rather than a silent no-op.
+IMPLEMENTED_FILTER_STAGES = ("heuristics", "dedup")
+
+
+class ConfigError(ValueError):
+    """A configuration problem, with a message that names the offending key or path."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+
+class ReadConfig(_Section):
+    # A record whose payload is larger than this is an error row, not a page.
+    max_payload_bytes: int = Field(default=20 * 1024 * 1024, gt=0)
+    # Keep image/* payloads aside for image retrieval.
+    keep_images: bool = True
+    max_image_bytes: int = Field(default=10 * 1024 * 1024, gt=0)
+    # Reshuffle after reading so that extraction spreads across workers.
+    reshuffle: bool = True
+
+
+class ExtractConfig(_Section):
+    # "trafilatura" or a dotted path "package.module:callable" with the same
+    # signature as mmcurate.stages.extractors.extract_trafilatura.
+    extractor: str = "trafilatura"
+    # HTML larger than this is not parsed: an error row (extract.HtmlTooLarge).
+    max_html_bytes: int = Field(default=5 * 1024 * 1024, gt=0)
+    # Per-document time limit; extraction runs in a child process that is killed
+    # past it. 0 runs in-process with no limit (for debugging).
+    timeout_seconds: float = Field(default=20.0, ge=0)
+    # trafilatura's precision/recall trade-off: "precision", "recall" or "balanced".
+    mode: Literal["precision", "recall", "balanced"] = "balanced"
+    include_tables: bool = True
+    # Fill images trafilatura dropped from the main content back in, by DOM position.
+    recover_images: bool = True
+
+
+class HeuristicsConfig(_Section):
+    min_words: int = Field(default=50, ge=0)
+    # Interleaved documents need at least one image by default; 0 keeps text-only pages.
+    min_images: int = Field(default=1, ge=0)
+
+
+class DedupConfig(_Section):
+    exact_text: bool = True
+
+
+class WriteConfig(_Section):
+    # 0 lets the runner choose the number of shards per table.
+    num_shards: int = Field(default=0, ge=0)
+    row_group_size: int = Field(default=1000, gt=0)
+    compression: Literal["zstd", "snappy", "gzip", "none"] = "zstd"
+
+
+class RunConfig(_Section):
+    # Filtering stages to run; read, extract and write always run.
+    stages: tuple[str, ...] = IMPLEMENTED_FILTER_STAGES
+
+    @field_validator("stages", mode="before")
+    @classmethod
+    def _split(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = [s.strip() for s in value.split(",") if s.strip()]
+        return value
+
+    @field_validator("stages")
+    @classmethod
+    def _known(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for name in value:
+            if name in ALWAYS_ON:
+                continue
+            if name not in STAGE_NAMES:
+                raise ValueError(f"unknown stage {name!r}; stages are {', '.join(STAGE_NAMES)}")
+            if name not in IMPLEMENTED_FILTER_STAGES:
+                raise ValueError(
+                    f"stage {name!r} is not implemented in this version; "
+                    f"available filtering stages: {', '.join(IMPLEMENTED_FILTER_STAGES)}"
+                )
+        # Keep funnel order whatever order was given.
+        return tuple(s for s in FILTER_STAGES if s in value)
+
+
+class Config(_Section):
+    run: RunConfig = RunConfig()
+    read: ReadConfig = ReadConfig()
+    extract: ExtractConfig = ExtractConfig()
+    heuristics: HeuristicsConfig = HeuristicsConfig()
+    dedup: DedupConfig = DedupConfig()
+    write: WriteConfig = WriteConfig()
+
+    def enabled(self, stage: str) -> bool:
+        return stage in ALWAYS_ON or stage in self.run.stages
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+    def digest(self) -> str:
+        """sha256 of the resolved config, stamped on the run manifest."""
+        canonical = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise ConfigError(f"config file not found: {path}")
+    text = path.read_text(encoding="utf-8")
+    try:
+        if path.suffix == ".toml":
+            data = tomllib.loads(text)
+        else:
+            data = yaml.safe_load(text)
+    except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: not valid {'TOML' if path.suffix == '.toml' else 'YAML'}: {exc}") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping of sections")
+    return data
+
+
+def _apply_override(data: dict[str, Any], assignment: str) -> None:
+    key, sep, raw = assignment.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise ConfigError(f"--set {assignment!r}: expected section.key=value")
+    parts = key.split(".")
+    if len(parts) != 2:
+        raise ConfigError(f"--set {assignment!r}: expected section.key=value (one dot), got key {key!r}")
+    section, name = parts
+    if section not in Config.model_fields:
+        raise ConfigError(f"--set {key}: unknown section {section!r}; sections are {', '.join(Config.model_fields)}")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError:
+        value = raw
+    target = data.setdefault(section, {})
+    if not isinstance(target, dict):
+        raise ConfigError(f"--set {key}: section {section!r} is not a mapping")
+    target[name] = value
+
+
+def _format_errors(exc: ValidationError, source: str) -> str:
+    lines = [f"invalid configuration ({source}):"]
+    for err in exc.errors():
+        key = ".".join(str(p) for p in err["loc"])
+        if err["type"] == "extra_forbidden":
+            lines.append(f"  {key}: unknown key")
+        else:
+            lines.append(f"  {key}: {err['msg']} (got {err.get('input')!r})")
+    return "\n".join(lines)
+
+
+def load_config(path: Optional[str | Path] = None, overrides: tuple[str, ...] | list[str] = ()) -> Config:
+    """The resolved config: defaults, then the file, then each ``--set`` in order."""
+    data: dict[str, Any] = _read_file(Path(path)) if path else {}
+    for assignment in overrides:
+        _apply_override(data, assignment)
+    source = f"{path}" if path else "defaults"
+    if overrides:
+        source += " + --set"
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_format_errors(exc, source)) from None
+
+
+def config_from_mapping(data: Mapping[str, Any]) -> Config:
+    try:
+        return Config.model_validate(dict(data))
+    except ValidationError as exc:
+        raise ConfigError(_format_errors(exc, "mapping")) from None

@@ -1,0 +1,168 @@
+"""The run manifest: what went in, what came out, and the funnel between them."""
+
+from __future__ import annotations
+
+import platform
+from collections import defaultdict
+from importlib import metadata
+from typing import Any, Mapping
+
+from mmcurate.pipeline.config import ALWAYS_ON, STAGE_NAMES, Config
+from mmcurate.schemas import KIND_ERROR, KIND_REJECTED, SUBJECT_PAGE
+from mmcurate.schemas.tables import SCHEMA_VERSION
+from mmcurate.stages.common import COUNTER_KEPT, COUNTER_MICROS
+
+PACKAGES = ("mmcurate", "apache-beam", "pyarrow", "warcio", "trafilatura", "lxml", "charset-normalizer", "datasketch")
+
+
+def package_versions() -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+def counters_by_namespace(counters: Mapping[tuple[str, str], int]) -> dict[str, dict[str, int]]:
+    grouped: dict[str, dict[str, int]] = defaultdict(dict)
+    for (namespace, name), value in counters.items():
+        grouped[namespace][name] = value
+    return grouped
+
+
+def stage_funnel(config: Config, counters: Mapping[tuple[str, str], int], written: Mapping[str, Any]) -> dict[str, Any]:
+    """Per stage, in funnel order: whether it ran, in, kept, rejected, errors, seconds."""
+    by_ns = counters_by_namespace(counters)
+    funnel: dict[str, Any] = {}
+    for stage in STAGE_NAMES:
+        if not config.enabled(stage):
+            funnel[stage] = {"enabled": False}
+            continue
+        names = by_ns.get(stage, {})
+        kept = names.get(COUNTER_KEPT, 0)
+        rejected = {n.removeprefix("rejected."): v for n, v in names.items() if n.startswith("rejected.")}
+        errors = {n.removeprefix("errors."): v for n, v in names.items() if n.startswith("errors.")}
+        entry = {
+            "enabled": True,
+            "in": kept + sum(rejected.values()) + sum(errors.values()),
+            "kept": kept,
+            "rejected": sum(rejected.values()),
+            "errors": sum(errors.values()),
+            "seconds": round(names.get(COUNTER_MICROS, 0) / 1e6, 3),
+            "rejected_by_reason": dict(sorted(rejected.items())),
+            "errors_by_type": dict(sorted(errors.items())),
+        }
+        if stage == "read":
+            entry["in"] = names.get("pages", 0)
+        if stage == "write":
+            entry["in"] = entry["kept"] = written["kept"]
+        funnel[stage] = entry
+    return funnel
+
+
+def check_counters(funnel: Mapping[str, Any], decision_counts: Mapping[tuple[str, str, str, str], int]) -> list[str]:
+    """Counters must equal the decision rows: list every (stage, reason) where they differ."""
+    rows: dict[tuple[str, str, str], int] = defaultdict(int)
+    for (subject, stage, kind, reason), n in decision_counts.items():
+        if subject == SUBJECT_PAGE:
+            rows[(stage, kind, reason)] += n
+    counted: dict[tuple[str, str, str], int] = {}
+    for stage, entry in funnel.items():
+        if not entry.get("enabled"):
+            continue
+        for reason, n in entry.get("rejected_by_reason", {}).items():
+            counted[(stage, KIND_REJECTED, reason)] = n
+        for exc_type, n in entry.get("errors_by_type", {}).items():
+            counted[(stage, KIND_ERROR, exc_type)] = n
+    problems = []
+    for key in sorted(set(rows) | set(counted)):
+        if rows.get(key, 0) != counted.get(key, 0):
+            stage, kind, reason = key
+            problems.append(f"{stage} {kind} {reason}: counter {counted.get(key, 0)} != rows {rows.get(key, 0)}")
+    return problems
+
+
+def build_manifest(
+    *,
+    run_id: str,
+    inputs: list[str],
+    output: str,
+    runner: str,
+    config: Config,
+    counters: Mapping[tuple[str, str], int],
+    written: Mapping[str, Any],
+    started: str,
+    finished: str,
+    wall_seconds: float,
+) -> dict[str, Any]:
+    funnel = stage_funnel(config, counters, written)
+    decision_counts = written["decision_counts"]
+    page_rows = {KIND_REJECTED: 0, KIND_ERROR: 0}
+    for (subject, _stage, kind, _reason), n in decision_counts.items():
+        if subject == SUBJECT_PAGE:
+            page_rows[kind] += n
+    pages = funnel["read"]["in"]
+    totals = {
+        "pages": pages,
+        "kept": written["kept"],
+        "rejected": page_rows[KIND_REJECTED],
+        "errors": page_rows[KIND_ERROR],
+    }
+    totals["conserved"] = totals["pages"] == totals["kept"] + totals["rejected"] + totals["errors"]
+    read_counters = counters_by_namespace(counters).get("read", {})
+    return {
+        "run_id": run_id,
+        "started": started,
+        "finished": finished,
+        "wall_seconds": round(wall_seconds, 3),
+        "inputs": inputs,
+        "output": output,
+        "runner": runner,
+        "stages_run": [s for s in STAGE_NAMES if config.enabled(s)],
+        "stages_off": [s for s in STAGE_NAMES if not config.enabled(s)],
+        "always_on": list(ALWAYS_ON),
+        "totals": totals,
+        "stages": funnel,
+        "records": {
+            "by_type": {k.removeprefix("records."): v for k, v in sorted(read_counters.items()) if k.startswith("records.")},
+            "by_mime": {k.removeprefix("mime."): v for k, v in sorted(read_counters.items()) if k.startswith("mime.")},
+            "images_captured": read_counters.get("images", 0),
+        },
+        "tables": {name: written[name] for name in ("documents", "decisions")},
+        "counter_mismatches": check_counters(funnel, decision_counts),
+        "schema_version": SCHEMA_VERSION,
+        "config": config.to_dict(),
+        "config_sha256": config.digest(),
+        "versions": package_versions(),
+    }
+
+
+def format_funnel(manifest: Mapping[str, Any]) -> str:
+    """The funnel as a plain-text table, with the reasons each stage removed by."""
+    header = f"{'stage':<11} {'in':>8} {'kept':>8} {'rejected':>9} {'errors':>7} {'ms/doc':>8}"
+    lines = [header, "-" * len(header)]
+    for stage, entry in manifest["stages"].items():
+        if not entry.get("enabled"):
+            lines.append(f"{stage:<11} {'(off)':>8}")
+            continue
+        per_doc = 1000 * entry["seconds"] / entry["in"] if entry.get("in") and "seconds" in entry else 0.0
+        lines.append(
+            f"{stage:<11} {entry['in']:>8} {entry['kept']:>8} {entry['rejected']:>9} {entry['errors']:>7} {per_doc:>8.2f}"
+        )
+        for reason, n in entry.get("rejected_by_reason", {}).items():
+            lines.append(f"{'':<11}   rejected {reason}: {n}")
+        for exc_type, n in entry.get("errors_by_type", {}).items():
+            lines.append(f"{'':<11}   error {exc_type}: {n}")
+    t = manifest["totals"]
+    status = "holds" if t["conserved"] else "VIOLATED"
+    lines.append("-" * len(header))
+    lines.append(
+        f"pages {t['pages']} = kept {t['kept']} + rejected {t['rejected']} + errors {t['errors']}  (conservation {status})"
+    )
+    records = manifest["records"]
+    if records["by_type"]:
+        lines.append("WARC records: " + ", ".join(f"{k} {v}" for k, v in records["by_type"].items()))
+    lines.append(f"images captured in the WARCs: {records['images_captured']}")
+    return "\n".join(lines)

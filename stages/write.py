@@ -1,0 +1,64 @@
+"""Stage `write`: the output tables as Parquet shards.
+
+Shards are written by Beam's Parquet sink, which writes temporary files and
+renames them at finalisation, so no half-written shard ever carries a final name.
+The pipeline writes into a staging directory; ``publish`` then swaps each table
+into place once the run has succeeded (see ``pipeline.output``).
+"""
+
+from __future__ import annotations
+
+import posixpath
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+
+from mmcurate.pipeline.config import WriteConfig
+from mmcurate.schemas.tables import DECISIONS, DOCUMENTS, SCHEMAS, decision_to_row, document_to_row
+
+STAGE = "write"
+
+
+def table_prefix(directory: str, table: str) -> str:
+    return FileSystems.join(directory, table, "part") if "://" in directory else posixpath.join(directory, table, "part")
+
+
+class WriteTable(beam.PTransform):
+    """Rows (dicts) of one table to ``DIR/<table>/part-SSSSS-of-NNNNN.parquet``."""
+
+    def __init__(self, directory: str, table: str, config: WriteConfig, label: str | None = None):
+        super().__init__(label)
+        self._directory = directory
+        self._table = table
+        self._config = config
+
+    def expand(self, rows: beam.PCollection) -> beam.PCollection:
+        return rows | "WriteParquet" >> beam.io.WriteToParquet(
+            table_prefix(self._directory, self._table),
+            schema=SCHEMAS[self._table],
+            codec=self._config.compression,
+            record_batch_size=self._config.row_group_size,
+            use_compliant_nested_type=True,
+            file_name_suffix=".parquet",
+            num_shards=self._config.num_shards,
+        )
+
+
+class WriteCorpus(beam.PTransform):
+    """Kept documents and decision rows to their tables under ``directory``."""
+
+    def __init__(self, directory: str, config: WriteConfig, label: str | None = None):
+        super().__init__(label)
+        self._directory = directory
+        self._config = config
+
+    def expand(self, pcolls: tuple[beam.PCollection, beam.PCollection]) -> dict[str, beam.PCollection]:
+        documents, decisions = pcolls
+        return {
+            DOCUMENTS: documents
+            | "DocumentRows" >> beam.Map(document_to_row)
+            | "WriteDocuments" >> WriteTable(self._directory, DOCUMENTS, self._config),
+            DECISIONS: decisions
+            | "DecisionRows" >> beam.Map(decision_to_row)
+            | "WriteDecisions" >> WriteTable(self._directory, DECISIONS, self._config),
+        }
