@@ -14,6 +14,7 @@ from typing import Sequence
 
 from mmcurate import __version__
 from mmcurate.pipeline.config import FILTER_STAGES, IMPLEMENTED_FILTER_STAGES, STAGE_NAMES, ConfigError, load_config
+from mmcurate.runners.presets import PRESETS, preset_args
 
 log = logging.getLogger("mmcurate")
 
@@ -126,6 +127,12 @@ def _run_parser() -> argparse.ArgumentParser:
         help=f"comma-separated filtering stages to run (default: all available: {','.join(IMPLEMENTED_FILTER_STAGES)}; "
         f"contract names: {','.join(FILTER_STAGES)})",
     )
+    parser.add_argument(
+        "--runner-preset",
+        choices=sorted(PRESETS),
+        help="Beam flags for a runner: direct (one process) or local (DirectRunner, a worker "
+        "process per core); explicit Beam flags override the preset's",
+    )
     parser.add_argument("--quiet", "-q", action="store_true", help="print only the funnel table")
     parser.add_argument("--verbose", "-v", action="store_true", help="show Beam's own INFO logging")
     return parser
@@ -168,6 +175,8 @@ def cmd_run(argv: Sequence[str]) -> int:
     from mmcurate.pipeline.manifest import format_funnel
     from mmcurate.pipeline.run import InputError, RunError, run_curation
 
+    if args.runner_preset:
+        beam_args = preset_args(args.runner_preset) + beam_args
     try:
         manifest = run_curation(args.inputs, args.output, config, beam_args)
     except InputError as exc:

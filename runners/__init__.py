@@ -1,0 +1,1 @@
+"""Option presets for the runners mmcurate runs on. Presets only: no pipeline logic."""
