@@ -1,0 +1,143 @@
+"""Read + extract throughput on one core, and peak memory.
+
+Builds a WARC of real HTML pages (the pages of ../shared/fixtures/warc/, repeated
+under distinct URLs until --pages is reached; images and other records of those
+files are carried along), then measures:
+
+1. the read stage alone (warcio streaming, HTTP parsing, charset decoding);
+2. extraction alone (trafilatura + image recovery), in-process, per page;
+3. read + extract as a Beam pipeline on the DirectRunner with one worker, with
+   extraction in its guarded child process as in production.
+
+Prints pages/s, CPU seconds per 1,000 pages and peak RSS (this process and its
+children).
+
+    .venv/bin/python benchmarks/bench_read_extract.py --pages 2000
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions
+from warcio.archiveiterator import ArchiveIterator
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from warcbuild import WarcBuilder  # noqa: E402
+
+from mmcurate.pipeline.config import ExtractConfig, ReadConfig  # noqa: E402
+from mmcurate.stages.extract import ExtractDocuments  # noqa: E402
+from mmcurate.stages.extractors import load_extractor  # noqa: E402
+from mmcurate.stages.read import ReadWarc  # noqa: E402
+
+SHARED = ROOT.parent / "shared" / "fixtures" / "warc"
+
+
+def source_pages() -> list[tuple[str, bytes, str]]:
+    """(url, payload, content type) of every HTML response in the shared fixtures."""
+    pages = []
+    for path in sorted(SHARED.glob("*.warc*")):
+        with open(path, "rb") as fh:
+            for record in ArchiveIterator(fh):
+                if record.rec_type != "response" or not record.http_headers:
+                    continue
+                ctype = record.http_headers.get_header("Content-Type") or ""
+                if "html" in ctype:
+                    pages.append((record.rec_headers.get_header("WARC-Target-URI"), record.content_stream().read(), ctype))
+    return pages
+
+
+def build_warc(path: Path, n_pages: int) -> int:
+    pages = source_pages()
+    total = 0
+    with WarcBuilder.open(path) as warc:
+        i = 0
+        while i < n_pages:
+            url, payload, ctype = pages[i % len(pages)]
+            warc.response(f"{url}?copy={i}", payload, ctype)
+            total += len(payload)
+            i += 1
+    return total
+
+
+def cpu_seconds() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def peak_rss_mb() -> tuple[float, float]:
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    return own, kids
+
+
+def measure(label: str, n: int, fn) -> None:
+    cpu0, t0 = cpu_seconds(), time.perf_counter()
+    fn()
+    wall, cpu = time.perf_counter() - t0, cpu_seconds() - cpu0
+    print(f"{label:<44} {n / wall:>10.1f} {1000 * cpu / n:>16.2f} {wall:>9.2f}")
+
+
+def read_only(path: Path) -> int:
+    """The read stage's per-record work, without Beam: decode every HTML page."""
+    from mmcurate.stages.read import ReadWarcFileFn
+
+    fn = ReadWarcFileFn(ReadConfig())
+    fn.setup()
+    return sum(1 for _ in fn.process(str(path)))
+
+
+def extract_only(pages: list[tuple[str, str]], config: ExtractConfig) -> list[float]:
+    extractor = load_extractor(config.extractor)
+    times = []
+    for url, html in pages:
+        t0 = time.perf_counter()
+        extractor(html, url, config)
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+def beam_read_extract(path: Path) -> None:
+    options = PipelineOptions(["--runner=DirectRunner", "--direct_num_workers=1", "--direct_running_mode=in_memory"])
+    with beam.Pipeline(options=options) as p:
+        read = p | ReadWarc([str(path)], ReadConfig())
+        _ = read.pages | ExtractDocuments(ExtractConfig()) | "Count" >> beam.combiners.Count.Globally()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pages", type=int, default=1000)
+    args = parser.parse_args()
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "bench.warc.gz"
+        html_bytes = build_warc(path, args.pages)
+        print(f"input: {args.pages} pages, {html_bytes / 1e6:.1f} MB of HTML, {path.stat().st_size / 1e6:.1f} MB gzipped WARC")
+        print(f"{'step':<44} {'pages/s':>10} {'CPU s/1000 pages':>16} {'wall s':>9}")
+        measure("read (warcio + HTTP + charset)", args.pages, lambda: read_only(path))
+        pages = [(url, payload.decode("utf-8", "replace")) for url, payload, _ in source_pages()]
+        pages = [pages[i % len(pages)] for i in range(args.pages)]
+        config = ExtractConfig(timeout_seconds=0)
+        times: list[float] = []
+        measure("extract (trafilatura + images), in-process", args.pages, lambda: times.extend(extract_only(pages, config)))
+        measure("read + extract, Beam DirectRunner, 1 worker", args.pages, lambda: beam_read_extract(path))
+        q = statistics.quantiles(times, n=100)
+        print(f"extract ms/page: median {1000 * q[49]:.1f}, p90 {1000 * q[89]:.1f}, p99 {1000 * q[98]:.1f}, max {1000 * max(times):.1f}")
+        own, kids = peak_rss_mb()
+        print(f"peak RSS: this process {own:.0f} MB, largest child {kids:.0f} MB")
+
+
+if __name__ == "__main__":
+    main()
