@@ -1,0 +1,575 @@
+"""Stage `read`: WARC (and ARC) files in, decoded HTML pages and captured images out.
+
+``ReadWarc`` matches file patterns on any Beam filesystem, streams each file's
+records with warcio (one file per DoFn call, never the whole file in memory) and
+sorts them:
+
+- ``response``/``resource`` records whose payload is HTML are *pages*. Each page
+  ends as exactly one of: a ``Page`` (2xx), a ``rejected`` row (other HTTP status)
+  or an ``error`` row (e.g. ``PayloadTooLarge``).
+- ``image/*`` payloads become ``CapturedImage`` for later image retrieval.
+- ``revisit``, ``request``, ``metadata``, ``warcinfo``, ``conversion`` records and
+  other payloads are only counted (``records.<type>``, ``mime.<mime>``).
+- A corrupt or truncated file keeps every record read before the fault and adds
+  one error row for the fault itself, counted as one page so that
+  ``pages == kept + rejected + errors`` holds.
+
+Counters (namespace ``read``): ``files``, ``files.empty``, ``records.<warc_type>``,
+``mime.<mime>``, ``images``, ``images.too_large``, ``images.status_not_ok``,
+``pages``, ``kept``, ``rejected.<reason>``, ``errors.<ExceptionType>``, ``micros``.
+"""
+
+from __future__ import annotations
+
+import codecs
+import dataclasses
+import logging
+import re
+import time
+import zlib
+from dataclasses import dataclass
+from typing import BinaryIO, Iterator, NamedTuple, Optional, Sequence
+
+import apache_beam as beam
+import charset_normalizer
+from apache_beam.io import fileio
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+from warcio.archiveiterator import ARCIterator, WARCIterator
+
+from mmcurate.filters import reasons
+from mmcurate.pipeline.config import ReadConfig
+from mmcurate.schemas import KIND_ERROR, KIND_REJECTED, SUBJECT_PAGE, CapturedImage, Decision, Page, Provenance, make_doc_id
+from mmcurate.stages.common import ERRORS, REJECTED, StageCounters, error_detail
+
+log = logging.getLogger(__name__)
+
+STAGE = "read"
+
+# Output tags of the reading ParDo (rejected and errors come from stages.common).
+PAGES = "pages"
+IMAGES = "images"
+
+HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+# Declared types that say nothing about the payload: sniff it for HTML.
+GENERIC_TYPES = frozenset(
+    {"", "application/octet-stream", "binary/octet-stream", "unknown/unknown", "application/unknown", "*/*"}
+)
+PAGE_RECORD_TYPES = frozenset({"response", "resource"})
+
+_SNIFF_BYTES = 1024  # payload bytes looked at when the declared type is generic
+_META_SCAN_BYTES = 4096  # where a <meta charset> must appear to count
+_DETECT_BYTES = 64 * 1024  # payload bytes handed to charset detection
+_BLOCK = 64 * 1024
+
+
+class PayloadTooLarge(Exception):
+    """A page's payload exceeds ``read.max_payload_bytes``."""
+
+
+class InvalidHttpStatus(Exception):
+    """A page's HTTP status line has no numeric status code."""
+
+
+class NotAnArchive(Exception):
+    """A file that starts like neither a WARC nor an ARC file (nor a gzip of one)."""
+
+
+class TruncatedRecord(Exception):
+    """A record whose block ends before its Content-Length: the file was cut."""
+
+
+class TruncatedFile(Exception):
+    """Bytes after the last complete record that do not form a record."""
+
+
+class ReadResult(NamedTuple):
+    """What ``ReadWarc`` returns: four PCollections."""
+
+    pages: beam.PCollection  # Page
+    images: beam.PCollection  # CapturedImage
+    rejected: beam.PCollection  # Decision, kind "rejected"
+    errors: beam.PCollection  # Decision, kind "error"
+
+
+# ---------------------------------------------------------------------------------
+# Charset detection, after the WHATWG encoding sniffing algorithm: BOM, then the
+# HTTP charset, then a <meta> prescan, then statistical detection, then UTF-8.
+# ---------------------------------------------------------------------------------
+
+# Legacy labels decode with the web superset browsers use for them.
+_SUPERSETS = {
+    "shift_jis": "cp932",
+    "x-sjis": "cp932",
+    "windows-31j": "cp932",
+    "gb2312": "gb18030",
+    "gbk": "gb18030",
+    "x-gbk": "gb18030",
+    "iso8859-1": "cp1252",
+    "ascii": "cp1252",
+    "euc_kr": "cp949",
+    "cseuckr": "cp949",
+    "big5": "big5hkscs",
+    "iso8859-9": "cp1254",
+    "tis-620": "cp874",
+    "iso8859-11": "cp874",
+    "windows-874": "cp874",
+    "x-euc-jp": "euc_jp",
+    "unicode-1-1-utf-8": "utf-8",
+    "x-mac-roman": "mac-roman",
+}
+# Single-byte codecs decode almost any bytes: a page labelled with one that is valid
+# UTF-8 with non-ASCII text is UTF-8 mislabelled (the most common lie on the web).
+_SINGLE_BYTE = frozenset({"cp1252", "cp1250", "cp1251", "cp1254", "cp874", "mac-roman", "iso8859-15", "iso8859-2"})
+_BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
+_CHARSET_PARAM = re.compile(r"""charset\s*=\s*["']?\s*([^"'\s;,]+)""", re.IGNORECASE)
+_META_CHARSET = re.compile(rb"""<meta\b[^>]*?charset\s*=\s*["']?\s*([A-Za-z0-9_.:\-]+)""", re.IGNORECASE)
+_HTML_START = (b"<!doctype html", b"<html")
+
+
+@dataclass(frozen=True)
+class DecodedHtml:
+    text: str
+    charset: str  # the Python codec used
+    source: str  # "bom", "http", "meta", "detected" or "fallback"
+
+
+def codec_for_label(label: str) -> Optional[str]:
+    """The Python text codec for a charset label, legacy labels mapped to their web
+    superset (shift_jis -> cp932, gbk -> gb18030, iso-8859-1 -> cp1252, ...)."""
+    key = label.strip().strip("\"'").lower()
+    key = _SUPERSETS.get(key, key)
+    try:
+        info = codecs.lookup(key)
+    except LookupError:
+        return None
+    if not getattr(info, "_is_text_encoding", True):  # base64, rot13, zip, ...
+        return None
+    return _SUPERSETS.get(info.name, info.name)
+
+
+def charset_from_content_type(content_type: str) -> str:
+    match = _CHARSET_PARAM.search(content_type or "")
+    return match.group(1) if match else ""
+
+
+def meta_charset(head: bytes) -> str:
+    """The charset a ``<meta charset>`` or http-equiv Content-Type declares in ``head``."""
+    match = _META_CHARSET.search(head)
+    return match.group(1).decode("ascii") if match else ""
+
+
+def _strict(payload: bytes, codec: str) -> Optional[str]:
+    try:
+        return payload.decode(codec)
+    except (UnicodeDecodeError, LookupError):
+        return None
+
+
+def _plausible(payload: bytes, codec: str) -> bool:
+    """False for a single-byte label on a payload that is really UTF-8."""
+    if codec not in _SINGLE_BYTE or payload.isascii():
+        return True
+    return _strict(payload, "utf-8") is None
+
+
+def _declared(payload: bytes, label: str) -> Optional[tuple[str, str]]:
+    codec = codec_for_label(label) if label else None
+    if codec is None or not _plausible(payload, codec):
+        return None
+    text = _strict(payload, codec)
+    return None if text is None else (text, codec)
+
+
+def detect_charset(payload: bytes) -> DecodedHtml:
+    """Decode without a usable declaration: UTF-8 if valid, else charset_normalizer,
+    else UTF-8 with replacement characters."""
+    text = _strict(payload, "utf-8")
+    if text is not None:
+        return DecodedHtml(text, "utf-8", "detected")
+    sample = payload[:_DETECT_BYTES]
+    if len(payload) > _DETECT_BYTES:
+        # Cut at a line end so that no multi-byte character is split.
+        cut = sample.rfind(b"\n")
+        sample = sample[: cut + 1] if cut > 0 else sample
+    best = charset_normalizer.from_bytes(sample).best()
+    codec = codec_for_label(best.encoding) if best is not None else None
+    if codec is not None:
+        return DecodedHtml(payload.decode(codec, errors="replace"), codec, "detected")
+    return DecodedHtml(payload.decode("utf-8", errors="replace"), "utf-8", "fallback")
+
+
+def decode_html(payload: bytes, content_type: str = "") -> DecodedHtml:
+    """Decode an HTML payload: BOM, then the charset of the HTTP ``content_type``,
+    then ``<meta charset>`` in the first 4 KB, then detection. A declared charset
+    that does not decode strictly is passed over."""
+    for bom, codec in _BOMS:
+        if payload.startswith(bom):
+            return DecodedHtml(payload[len(bom) :].decode(codec, errors="replace"), codec, "bom")
+    found = _declared(payload, charset_from_content_type(content_type))
+    if found is not None:
+        return DecodedHtml(found[0], found[1], "http")
+    label = meta_charset(payload[:_META_SCAN_BYTES])
+    if label and (codec_for_label(label) or "").startswith("utf-16"):
+        label = "utf-8"  # a <meta> in an ASCII-compatible prefix cannot mean UTF-16
+    found = _declared(payload, label)
+    if found is not None:
+        return DecodedHtml(found[0], found[1], "meta")
+    return detect_charset(payload)
+
+
+def looks_like_html(head: bytes) -> bool:
+    """Sniff: does the payload start (after whitespace and a BOM) like an HTML document?"""
+    head = head[:_SNIFF_BYTES]
+    if head.startswith(codecs.BOM_UTF8):
+        head = head[len(codecs.BOM_UTF8) :]
+    return head.lstrip().lower().startswith(_HTML_START)
+
+
+def mime_of(content_type: Optional[str]) -> str:
+    """``text/html; charset=x`` -> ``text/html``; missing -> ``""``."""
+    return (content_type or "").split(";", 1)[0].strip().lower()
+
+
+# ---------------------------------------------------------------------------------
+# Reading one file
+# ---------------------------------------------------------------------------------
+
+
+class _Rewound:
+    """A read-only stream that replays ``head`` (already read to sniff the format)
+    before the rest of ``raw``, with ``tell()`` counting from the file's start."""
+
+    def __init__(self, head: bytes, raw: BinaryIO):
+        self._head = head
+        self._raw = raw
+        self._pos = 0
+
+    def read(self, size: int = -1) -> bytes:
+        if self._pos < len(self._head):
+            take = len(self._head) - self._pos if size is None or size < 0 else min(size, len(self._head) - self._pos)
+            data = self._head[self._pos : self._pos + take]
+            if size is None or size < 0:
+                data += self._raw.read()
+        else:
+            data = self._raw.read(size)
+        self._pos += len(data)
+        return data
+
+    def tell(self) -> int:
+        return self._pos
+
+
+def _sniff_format(raw: BinaryIO) -> tuple[Optional[str], _Rewound]:
+    """("warc" | "arc" | None for an empty file, the stream from its start)."""
+    head = raw.read(_BLOCK)
+    stream = _Rewound(head, raw)
+    if not head:
+        return None, stream
+    start = head
+    if head[:2] == b"\x1f\x8b":
+        try:
+            start = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, 64)
+        except zlib.error as exc:
+            raise NotAnArchive(f"gzip header but no valid deflate data: {exc}") from None
+    start = start.lstrip(b"\r\n")
+    if start.startswith(b"WARC/"):
+        return "warc", stream
+    if start.startswith(b"filedesc://"):
+        return "arc", stream
+    raise NotAnArchive(f"starts with {start[:40]!r}, not a WARC or ARC record")
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """What one record gives before its offset and length are known."""
+
+    tag: Optional[str]  # PAGES, IMAGES, REJECTED, or None (counted only)
+    value: object = None
+    counter: str = ""  # mime.<type> for payloads that are not pages
+
+
+def _payload(stream, cap: int, head: bytes = b"") -> Optional[bytes]:
+    """The rest of ``stream`` after ``head``; None as soon as it exceeds ``cap``."""
+    chunks = [head]
+    total = len(head)
+    if total > cap:
+        return None
+    while True:
+        block = stream.read(_BLOCK)
+        if not block:
+            return b"".join(chunks)
+        total += len(block)
+        if total > cap:
+            return None
+        chunks.append(block)
+
+
+class ReadWarcFileFn(beam.DoFn):
+    """Reads one WARC/ARC file (a path on any Beam filesystem): pages on the main
+    output, ``CapturedImage`` on ``images``, decision rows on ``rejected``/``errors``."""
+
+    def __init__(self, config: ReadConfig):
+        self._config = config
+        self._counters: Optional[StageCounters] = None
+
+    def setup(self) -> None:
+        self._counters = StageCounters(STAGE)
+
+    def process(self, path: str) -> Iterator:
+        counters = self._counters
+        counters.inc("files")
+        batches = self._read_file(path)
+        while True:  # time our own work per record, not what runs downstream of a yield
+            started = time.perf_counter()
+            batch = next(batches, None)
+            counters.micros(started)
+            if batch is None:
+                return
+            yield from batch
+
+    # -- file level ------------------------------------------------------------------
+
+    def _read_file(self, path: str) -> Iterator[list]:
+        try:
+            raw = FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+        except Exception as exc:  # missing, unreadable: a fault at byte 0
+            yield self._fault(path, 0, exc)
+            return
+        with raw:
+            try:
+                fmt, stream = _sniff_format(raw)
+            except Exception as exc:
+                yield self._fault(path, 0, exc)
+                return
+            if fmt is None:
+                self._counters.inc("files.empty")
+                return
+            # A known format makes warcio strict: garbage raises instead of being
+            # taken for records of the other format.
+            iterator = (WARCIterator if fmt == "warc" else ARCIterator)(stream, arc2warc=True)
+            records = iter(iterator)
+            while True:
+                start = iterator.offset
+                try:
+                    record = next(records)
+                except StopIteration:
+                    break
+                except Exception as exc:  # warcio cannot go on: the rest of the file is lost
+                    yield self._fault(path, start, exc)
+                    return
+                start = iterator.offset
+                try:
+                    outcome: _Outcome | Exception = self._read_record(path, record, fmt == "arc")
+                except Exception as exc:  # this record only; warcio can go on
+                    outcome = exc
+                try:
+                    # Consumes the rest of the record, so offset and length are real.
+                    offset, length = iterator.get_record_offset(), iterator.get_record_length()
+                except Exception as exc:
+                    yield self._fault(path, start, exc)
+                    return
+                missing = getattr(record.raw_stream, "limit", 0)
+                if missing > 0:
+                    yield self._fault(path, offset, TruncatedRecord(f"the file ends {missing} bytes before the record does"))
+                    return
+                yield self._emit(path, record, fmt == "arc", outcome, offset, length)
+            end = iterator.offset
+            if stream.read(1) or end < stream.tell():
+                size = stream.tell()
+                yield self._fault(path, end, TruncatedFile(f"{size - end} bytes after the last complete record are not a record"))
+
+    def _fault(self, path: str, offset: int, exc: BaseException) -> list:
+        """The one error row for a file that cannot be read past ``offset``."""
+        counters = self._counters
+        counters.inc("pages")
+        counters.error(exc)
+        log.warning("%s: unreadable from byte %d (%s: %s); records before it were read", path, offset, type(exc).__name__, exc)
+        row = Decision(
+            doc_id=make_doc_id(url=path, date=f"fault@{offset}"),
+            url="",
+            stage=STAGE,
+            kind=KIND_ERROR,
+            reason=type(exc).__name__,
+            provenance=Provenance(warc_file=path, offset=offset),
+            detail=f"{path} at byte {offset}: {error_detail(exc)}",
+            subject=SUBJECT_PAGE,
+        )
+        return [beam.pvalue.TaggedOutput(ERRORS, row)]
+
+    # -- record level ----------------------------------------------------------------
+
+    def _emit(self, path: str, record, arc: bool, outcome, offset: int, length: int) -> list:
+        counters = self._counters
+        counters.inc(f"records.{record.rec_type}")
+        if isinstance(outcome, Exception):
+            counters.inc("pages")
+            counters.error(outcome)
+            log.debug("%s: record at %d failed", path, offset, exc_info=outcome)
+            url, record_id, date = _identity(record, arc)
+            row = Decision(
+                doc_id=make_doc_id(record_id, url, date),
+                url=url,
+                stage=STAGE,
+                kind=KIND_ERROR,
+                reason=type(outcome).__name__,
+                provenance=Provenance(path, record_id, date, offset, length),
+                detail=error_detail(outcome),
+                subject=SUBJECT_PAGE,
+            )
+            return [beam.pvalue.TaggedOutput(ERRORS, row)]
+        if outcome.counter:
+            counters.inc(outcome.counter)
+        if outcome.tag is None:
+            return []
+        value = outcome.value
+        value = dataclasses.replace(value, provenance=dataclasses.replace(value.provenance, offset=offset, length=length))
+        if outcome.tag == PAGES:
+            counters.inc("pages")
+            counters.kept()
+            return [value]
+        if outcome.tag == REJECTED:
+            counters.inc("pages")
+            counters.rejected(value.reason)
+            return [beam.pvalue.TaggedOutput(REJECTED, value)]
+        counters.inc("images")
+        return [beam.pvalue.TaggedOutput(IMAGES, value)]
+
+    def _read_record(self, path: str, record, arc: bool) -> _Outcome:
+        """Classify one record and read what it holds (offset and length come later)."""
+        if record.rec_type not in PAGE_RECORD_TYPES:
+            return _Outcome(None)  # revisit, request, metadata, warcinfo, ...: counted by type
+        config = self._config
+        http = record.http_headers if record.rec_type == "response" else None
+        content_type = (http.get_header("Content-Type") if http else record.content_type) or ""
+        mime = mime_of(content_type)
+        stream = record.content_stream()
+        head = b""
+        if mime in GENERIC_TYPES:
+            head = stream.read(_SNIFF_BYTES)
+            is_html = looks_like_html(head)
+        else:
+            is_html = mime in HTML_TYPES
+        if not is_html:
+            return self._other_payload(path, record, arc, http, mime, stream, head)
+
+        url, record_id, date = _identity(record, arc)
+        doc_id = make_doc_id(record_id, url, date)
+        provenance = Provenance(warc_file=path, record_id=record_id, date=date)
+        status = _status(http) if http else 0
+        if http and not 200 <= status < 300:
+            return _Outcome(
+                REJECTED,
+                Decision(
+                    doc_id=doc_id,
+                    url=url,
+                    stage=STAGE,
+                    kind=KIND_REJECTED,
+                    reason=reasons.HTTP_STATUS_NOT_OK,
+                    provenance=provenance,
+                    value=float(status),
+                    threshold=None,
+                    detail=(http.statusline or "")[:200],
+                    subject=SUBJECT_PAGE,
+                ),
+            )
+        payload = _payload(stream, config.max_payload_bytes, head)
+        if payload is None:
+            raise PayloadTooLarge(f"payload over read.max_payload_bytes={config.max_payload_bytes}")
+        decoded = decode_html(payload, content_type)
+        page = Page(
+            doc_id=doc_id,
+            url=url,
+            html=decoded.text,
+            provenance=provenance,
+            http_status=status,
+            content_type=mime,
+            charset=decoded.charset,
+            charset_source=decoded.source,
+            payload_bytes=len(payload),
+        )
+        return _Outcome(PAGES, page)
+
+    def _other_payload(self, path: str, record, arc: bool, http, mime: str, stream, head: bytes) -> _Outcome:
+        counter = f"mime.{mime or 'unknown'}"
+        config = self._config
+        if not mime.startswith("image/") or not config.keep_images:
+            return _Outcome(None, counter=counter)
+        if http and not 200 <= _status(http) < 300:
+            self._counters.inc("images.status_not_ok")
+            return _Outcome(None, counter=counter)
+        payload = _payload(stream, config.max_image_bytes, head)
+        if payload is None:
+            self._counters.inc("images.too_large")
+            return _Outcome(None, counter=counter)
+        url, record_id, date = _identity(record, arc)
+        provenance = Provenance(warc_file=path, record_id=record_id, date=date)
+        image = CapturedImage(url=url, content_type=mime, payload=payload, provenance=provenance)
+        return _Outcome(IMAGES, image, counter=counter)
+
+
+def _identity(record, arc: bool) -> tuple[str, str, str]:
+    """(url, record id, date) of a record. ARC records have no id: warcio invents a
+    random one, which would make ids change between runs, so it is dropped."""
+    headers = record.rec_headers
+    record_id = "" if arc else headers.get_header("WARC-Record-ID") or ""
+    return _target_uri(record), record_id, headers.get_header("WARC-Date") or ""
+
+
+def _target_uri(record) -> str:
+    uri = (record.rec_headers.get_header("WARC-Target-URI") or "").strip()
+    if uri.startswith("<") and uri.endswith(">"):
+        uri = uri[1:-1]
+    return uri
+
+
+def _status(http) -> int:
+    code = http.get_statuscode()
+    try:
+        return int(code)
+    except (TypeError, ValueError):
+        raise InvalidHttpStatus(f"no numeric status in {http.statusline!r}") from None
+
+
+# ---------------------------------------------------------------------------------
+# The transform
+# ---------------------------------------------------------------------------------
+
+
+def _path(metadata) -> str:
+    return metadata.path
+
+
+class ReadWarc(beam.PTransform):
+    """Reads WARC/ARC files (paths or globs on any Beam filesystem, plain or gzip)
+    from a pipeline root: ``p | ReadWarc(patterns, config)`` -> ``ReadResult``.
+
+    A pattern that matches nothing produces nothing (the CLI checks its inputs
+    before the run). A file matched by several patterns is read once.
+    """
+
+    def __init__(self, patterns: Sequence[str], config: ReadConfig = ReadConfig(), label: Optional[str] = None):
+        super().__init__(label)
+        if isinstance(patterns, str):
+            patterns = [patterns]
+        self._patterns = [str(p) for p in patterns]
+        if not self._patterns:
+            raise ValueError("ReadWarc needs at least one path or glob")
+        self._config = config
+
+    def expand(self, pbegin) -> ReadResult:
+        files = (
+            pbegin
+            | "Patterns" >> beam.Create(self._patterns)
+            | "MatchFiles" >> fileio.MatchAll(fileio.EmptyMatchTreatment.ALLOW)
+            | "Paths" >> beam.Map(_path)
+            # Also spreads the files over workers: it is a shuffle.
+            | "DistinctPaths" >> beam.Distinct()
+        )
+        outputs = files | "ReadRecords" >> beam.ParDo(ReadWarcFileFn(self._config)).with_outputs(
+            IMAGES, REJECTED, ERRORS, main=PAGES
+        )
+        pages = outputs[PAGES]
+        if self._config.reshuffle:
+            pages = pages | "ReshufflePages" >> beam.Reshuffle()
+        return ReadResult(pages, outputs[IMAGES], outputs[REJECTED], outputs[ERRORS])
