@@ -58,6 +58,13 @@ class ExtractConfig(_Section):
     include_tables: bool = True
     # Fill images trafilatura dropped from the main content back in, by DOM position.
     recover_images: bool = True
+    # A dropped image before the first (after the last) extracted text block is
+    # recovered when at most this much unextracted text (characters, whitespace
+    # not counted) separates it from that block, inside the blocks' common ancestor.
+    recover_lead_chars: int = Field(default=200, ge=0)
+    recover_trail_chars: int = Field(default=0, ge=0)
+    # Page metadata by trafilatura (author, date, sitename, description, ...).
+    with_metadata: bool = True
 
 
 class HeuristicsConfig(_Section):

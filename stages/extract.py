@@ -1,0 +1,300 @@
+"""Stage 1, ``extract``: HTML pages to documents of ordered text and image nodes.
+
+``ExtractDocuments`` turns each ``Page`` into a ``Document`` with the extractor
+named in ``ExtractConfig.extractor`` (see ``stages.extractors``). Extraction is most
+of the text path's cost, so it is measured per document (``extract.seconds``) and
+guarded:
+
+- HTML larger than ``max_html_bytes`` (UTF-8) is not parsed: ``HtmlTooLarge``.
+- Each document has ``timeout_seconds``. The extractor runs in a child process
+  (one per DoFn instance, started on first use with the "spawn" method); past the
+  limit the child is killed, the document becomes an ``ExtractionTimeout`` error
+  row and the next document gets a fresh child. ``timeout_seconds: 0`` runs the
+  extractor in-process, without a limit.
+- Any exception raised by the extractor is an error row whose reason is the
+  exception's type name; a child that dies is ``ExtractorCrashed``.
+
+A page where the extractor finds no main content still becomes a document (with
+few or no nodes): rejecting it is the heuristics stage's decision, and its images
+may still be recycled into pairs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import multiprocessing
+import time
+from multiprocessing.connection import Connection
+from typing import Iterable, Optional
+
+import apache_beam as beam
+
+from mmcurate.pipeline.config import ExtractConfig
+from mmcurate.schemas import Decision, Document, Page
+from mmcurate.stages.common import (
+    ERRORS,
+    KEPT,
+    REJECTED,
+    StageCounters,
+    StageResult,
+    error_counter,
+    error_decision,
+    error_detail,
+)
+from mmcurate.stages.extractors import Extraction, Extractor, load_extractor
+
+log = logging.getLogger(__name__)
+
+STAGE = "extract"
+
+SIGNAL_SECONDS = "extract.seconds"
+SIGNAL_HTML_BYTES = "extract.html_bytes"
+
+# "spawn" starts from a clean interpreter: safe from the threads of a Beam worker,
+# and it sees the parent's sys.path, so dotted-path extractors import in the child.
+START_METHOD = "spawn"
+# A child gets this long to import the extractor before the stage gives up on it.
+STARTUP_SECONDS = 120.0
+# A child asked to stop gets this long before it is killed.
+SHUTDOWN_SECONDS = 5.0
+
+
+class HtmlTooLarge(Exception):
+    """The page's HTML is larger than ``max_html_bytes``; it was not parsed."""
+
+
+class ExtractionTimeout(Exception):
+    """Extraction ran past ``timeout_seconds``; the extractor process was killed."""
+
+
+class ExtractorCrashed(Exception):
+    """The extractor process died while extracting a document."""
+
+
+class ExtractorFailed(Exception):
+    """The extractor raised in the child process.
+
+    ``type_name`` is the type of the original exception (the error row's reason),
+    ``detail`` its message and innermost frames.
+    """
+
+    def __init__(self, type_name: str, detail: str):
+        super().__init__(f"{type_name}: {detail}")
+        self.type_name = type_name
+        self.detail = detail
+
+
+def html_size(html: str) -> int:
+    """Bytes of ``html`` in UTF-8 (lone surrogates from lenient decoding included)."""
+    return len(html.encode("utf-8", "surrogatepass"))
+
+
+def _serve(conn: Connection, extractor_name: str, config: ExtractConfig) -> None:
+    """The child process: loads the extractor, then extracts one (html, url) per message."""
+    try:
+        extractor = load_extractor(extractor_name)
+    except Exception as exc:
+        conn.send(("error", type(exc).__name__, error_detail(exc)))
+        return
+    conn.send(("ready",))
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            return
+        if message is None:
+            return
+        html, url = message
+        try:
+            result = extractor(html, url, config)
+            if not isinstance(result, Extraction):
+                raise TypeError(f"extractor {extractor_name!r} returned {type(result).__name__}, not Extraction")
+            conn.send(("ok", result))
+        except Exception as exc:  # one document's failure; the child keeps serving
+            conn.send(("error", type(exc).__name__, error_detail(exc)))
+
+
+class _ExtractorProcess:
+    """One child process running the extractor, restarted after a timeout or a crash."""
+
+    def __init__(self, extractor_name: str, config: ExtractConfig, timeout: float):
+        self._extractor_name = extractor_name
+        self._config = config
+        self._timeout = timeout
+        self._process: Optional[multiprocessing.process.BaseProcess] = None
+        self._conn: Optional[Connection] = None
+        self.starts = 0
+
+    def _start(self) -> None:
+        context = multiprocessing.get_context(START_METHOD)
+        parent_conn, child_conn = context.Pipe()
+        process = context.Process(
+            target=_serve,
+            args=(child_conn, self._extractor_name, self._config),
+            name="mmcurate-extract",
+            daemon=True,
+        )
+        process.start()
+        child_conn.close()
+        self._process, self._conn = process, parent_conn
+        self.starts += 1
+        if not parent_conn.poll(STARTUP_SECONDS):
+            self.stop(kill=True)
+            raise ExtractionTimeout(f"extractor process did not start within {STARTUP_SECONDS:.0f}s")
+        try:
+            message = parent_conn.recv()
+        except EOFError:
+            self.stop(kill=True)
+            raise ExtractorCrashed("extractor process died while starting") from None
+        if message[0] != "ready":
+            self.stop(kill=True)
+            raise ExtractorFailed(message[1], message[2])
+        log.debug("extractor process %s started (%s)", process.pid, self._extractor_name)
+
+    def extract(self, html: str, url: str) -> Extraction:
+        if self._process is None or not self._process.is_alive():
+            self.stop(kill=True)
+            self._start()
+        conn = self._conn
+        try:
+            conn.send((html, url))
+        except (BrokenPipeError, OSError) as exc:
+            self.stop(kill=True)
+            raise ExtractorCrashed(f"extractor process went away: {exc}") from None
+        if not conn.poll(self._timeout):
+            log.debug("extraction of %s passed %.1fs; killing the extractor process", url, self._timeout)
+            self.stop(kill=True)
+            raise ExtractionTimeout(f"extraction took longer than {self._timeout:g}s; the extractor process was killed")
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            exitcode = self._process.exitcode if self._process is not None else None
+            self.stop(kill=True)
+            raise ExtractorCrashed(f"extractor process died (exit code {exitcode})") from None
+        if message[0] == "ok":
+            return message[1]
+        raise ExtractorFailed(message[1], message[2])
+
+    def stop(self, kill: bool = False) -> None:
+        process, conn = self._process, self._conn
+        self._process = self._conn = None
+        if process is None:
+            return
+        if not kill and process.is_alive():
+            try:
+                conn.send(None)
+            except (BrokenPipeError, OSError):
+                pass
+            process.join(SHUTDOWN_SECONDS)
+        if process.is_alive():
+            process.kill()
+            process.join(SHUTDOWN_SECONDS)
+        if conn is not None:
+            conn.close()
+        process.close()
+
+
+class ExtractDocumentsFn(beam.DoFn):
+    """Extracts one ``Page`` into a ``Document`` on the main output, or an error row
+    on the ``errors`` tag. Nothing is rejected at this stage."""
+
+    def __init__(self, config: ExtractConfig):
+        self._config = config
+        self._counters: Optional[StageCounters] = None
+        self._extractor: Optional[Extractor] = None
+        self._process: Optional[_ExtractorProcess] = None
+
+    def setup(self) -> None:
+        self._counters = StageCounters(STAGE)
+        if self._config.timeout_seconds > 0:
+            # Started on first use, so that a worker that gets no pages spawns nothing.
+            self._process = _ExtractorProcess(self._config.extractor, self._config, self._config.timeout_seconds)
+        else:
+            self._extractor = load_extractor(self._config.extractor)
+
+    def teardown(self) -> None:
+        if self._process is not None:
+            self._process.stop()
+
+    def _extract(self, html: str, url: str) -> Extraction:
+        if self._process is not None:
+            return self._process.extract(html, url)
+        result = self._extractor(html, url, self._config)
+        if not isinstance(result, Extraction):
+            raise TypeError(f"extractor {self._config.extractor!r} returned {type(result).__name__}, not Extraction")
+        return result
+
+    def process(self, page: Page) -> Iterable:
+        counters = self._counters
+        started = time.perf_counter()
+        config = self._config
+        shell = Document(doc_id=page.doc_id, url=page.url, provenance=page.provenance, metadata=_page_metadata(page, config))
+        signals: dict[str, float] = {SIGNAL_HTML_BYTES: float(html_size(page.html))}
+        try:
+            if signals[SIGNAL_HTML_BYTES] > config.max_html_bytes:
+                raise HtmlTooLarge(
+                    f"{signals[SIGNAL_HTML_BYTES]:.0f} bytes of HTML, more than max_html_bytes={config.max_html_bytes}"
+                )
+            extraction = self._extract(page.html, page.url)
+        except Exception as exc:  # one page's failure is one error row, never a crash
+            signals[SIGNAL_SECONDS] = time.perf_counter() - started
+            yield beam.pvalue.TaggedOutput(ERRORS, self._error_row(shell.with_signals(signals), exc))
+            counters.micros(started)
+            return
+        signals[SIGNAL_SECONDS] = time.perf_counter() - started
+        metadata = dict(extraction.metadata)
+        metadata.update(shell.metadata)
+        doc = dataclasses.replace(
+            shell,
+            nodes=tuple(extraction.nodes),
+            title=extraction.title,
+            hreflang=tuple(extraction.hreflang),
+            signals=signals,
+            metadata=metadata,
+        )
+        counters.kept()
+        yield doc
+        counters.micros(started)
+
+    def _error_row(self, doc: Document, exc: Exception) -> Decision:
+        log.debug("extraction failed on %s", doc.url, exc_info=True)
+        row = error_decision(STAGE, doc, exc)
+        if isinstance(exc, ExtractorFailed):
+            row = dataclasses.replace(row, reason=exc.type_name, detail=exc.detail)
+        elif isinstance(exc, HtmlTooLarge):
+            row = dataclasses.replace(
+                row, value=doc.signals[SIGNAL_HTML_BYTES], threshold=float(self._config.max_html_bytes)
+            )
+        elif isinstance(exc, ExtractionTimeout):
+            row = dataclasses.replace(
+                row, value=doc.signals[SIGNAL_SECONDS], threshold=float(self._config.timeout_seconds)
+            )
+        self._counters.inc(error_counter(row.reason))
+        return row
+
+
+def _page_metadata(page: Page, config: ExtractConfig) -> dict[str, str]:
+    return {
+        "charset": page.charset,
+        "charset_source": page.charset_source,
+        "content_type": page.content_type,
+        "http_status": str(page.http_status),
+        "extractor": config.extractor,
+    }
+
+
+class ExtractDocuments(beam.PTransform):
+    """``Page`` -> ``StageResult(kept=Document, rejected=(empty), errors=Decision)``."""
+
+    def __init__(self, config: ExtractConfig, label: Optional[str] = None):
+        super().__init__(label)
+        # Fail at construction, before the pipeline runs, on a name that does not resolve.
+        load_extractor(config.extractor)
+        self._config = config
+
+    def expand(self, pages: beam.PCollection) -> StageResult:
+        outputs = pages | "ExtractPages" >> beam.ParDo(ExtractDocumentsFn(self._config)).with_outputs(
+            REJECTED, ERRORS, main=KEPT
+        )
+        return StageResult(outputs[KEPT], outputs[REJECTED], outputs[ERRORS])
