@@ -79,6 +79,10 @@ class TruncatedRecord(Exception):
     """A record whose block ends before its Content-Length: the file was cut."""
 
 
+class MalformedRecord(Exception):
+    """Record headers without a WARC-Type or Content-Length: cut or corrupt."""
+
+
 class TruncatedFile(Exception):
     """Bytes after the last complete record that do not form a record."""
 
@@ -369,10 +373,15 @@ class ReadWarcFileFn(beam.DoFn):
                 except Exception as exc:
                     yield self._fault(path, start, exc)
                     return
+                # A cut or corrupt record is a fault at its offset; warcio goes on with
+                # the next gzip member, if there is one.
+                if record.rec_type is None or record.length is None:
+                    yield self._fault(path, offset, MalformedRecord("record headers without WARC-Type or Content-Length"))
+                    continue
                 missing = getattr(record.raw_stream, "limit", 0)
                 if missing > 0:
-                    yield self._fault(path, offset, TruncatedRecord(f"the file ends {missing} bytes before the record does"))
-                    return
+                    yield self._fault(path, offset, TruncatedRecord(f"the data ends {missing} bytes before the record does"))
+                    continue
                 yield self._emit(path, record, fmt == "arc", outcome, offset, length)
             end = iterator.offset
             if stream.read(1) or end < stream.tell():
@@ -380,11 +389,11 @@ class ReadWarcFileFn(beam.DoFn):
                 yield self._fault(path, end, TruncatedFile(f"{size - end} bytes after the last complete record are not a record"))
 
     def _fault(self, path: str, offset: int, exc: BaseException) -> list:
-        """The one error row for a file that cannot be read past ``offset``."""
+        """The error row for a fault in the file at ``offset`` (no page to name)."""
         counters = self._counters
         counters.inc("pages")
         counters.error(exc)
-        log.warning("%s: unreadable from byte %d (%s: %s); records before it were read", path, offset, type(exc).__name__, exc)
+        log.warning("%s: fault at byte %d (%s: %s); the records before it were read", path, offset, type(exc).__name__, exc)
         row = Decision(
             doc_id=make_doc_id(url=path, date=f"fault@{offset}"),
             url="",
