@@ -12,7 +12,8 @@ Use it as a library::
     truncate_record(tmp_path / "t.warc.gz", tmp_path / "cut.warc.gz", index=2)
 
 or from the command line (``python tests/warcbuild.py --help``) to write a WARC of
-HTML pages from files, or to cut a ``.warc.gz`` in the middle of one record.
+HTML pages from files, to cut a ``.warc.gz`` in the middle of one record, or to list
+a file's records. ``write_arc`` writes ARC files (warcio only writes WARC).
 
 Output is deterministic: record ids derive from the record's position, type and URL,
 and dates count up from a fixed start, so rebuilding a fixture gives the same bytes.
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import uuid
+import zlib
 from base64 import b32encode
 from datetime import datetime, timedelta, timezone
 from io import BytesIO
@@ -108,7 +110,7 @@ class WarcBuilder:
         headers: Sequence[tuple[str, str]] = (),
         record_type: str = "response",
         date: Optional[str] = None,
-        warc_headers: Mapping[str, str] = {},
+        warc_headers: Optional[Mapping[str, str]] = None,
     ) -> str:
         """Any HTTP response record; ``content_type=None`` omits the header."""
         http = [("Content-Type", content_type)] if content_type is not None else []
@@ -122,7 +124,7 @@ class WarcBuilder:
             payload=BytesIO(payload),
             length=len(payload),
             http_headers=StatusAndHeaders(status_line, http, protocol="HTTP/1.1"),
-            warc_headers_dict=self._next_headers(record_type, url, date, warc_headers),
+            warc_headers_dict=self._next_headers(record_type, url, date, warc_headers or {}),
         )
         return self._write(record)
 
@@ -252,8 +254,6 @@ def write_arc(path: str | Path, responses: Sequence[tuple[str, bytes]], gzip: Op
               date: str = "20240501120000") -> None:
     """Write an ARC (v1) file: a ``filedesc://`` header, then one record per
     (url, full HTTP response bytes). ``.gz`` paths get one gzip member per record."""
-    import zlib
-
     path = Path(path)
     if gzip is None:
         gzip = path.suffix == ".gz"
