@@ -14,6 +14,11 @@ sorts them:
   one error row for the fault itself, counted as one page so that
   ``pages == kept + rejected + errors`` holds.
 
+Error reasons are exception type names: per record ``PayloadTooLarge``,
+``InvalidHttpStatus`` (or any unexpected exception while reading that record);
+per fault in a file ``NotAnArchive``, ``MalformedRecord``, ``TruncatedRecord``,
+``TruncatedFile``, warcio's ``ArchiveLoadFailed``, or the filesystem's error.
+
 Counters (namespace ``read``): ``files``, ``files.empty``, ``records.<warc_type>``,
 ``mime.<mime>``, ``images``, ``images.too_large``, ``images.status_not_ok``,
 ``pages``, ``kept``, ``rejected.<reason>``, ``errors.<ExceptionType>``, ``micros``.
