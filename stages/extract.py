@@ -10,7 +10,8 @@ guarded:
   (one per DoFn instance, started on first use with the "spawn" method); past the
   limit the child is killed, the document becomes an ``ExtractionTimeout`` error
   row and the next document gets a fresh child. ``timeout_seconds: 0`` runs the
-  extractor in-process, without a limit.
+  extractor in-process, without a limit. As with any spawned process, a script
+  that builds and runs a pipeline must do so under ``if __name__ == "__main__":``.
 - Any exception raised by the extractor is an error row whose reason is the
   exception's type name; a child that dies is ``ExtractorCrashed``.
 

@@ -530,7 +530,13 @@ class _NodeBuilder:
 # Locating trafilatura's output in the page and recovering images
 
 
+# How far past the previous block a block's text is looked for, in characters: it
+# bounds the cost of blocks that trafilatura rewrote beyond recognition.
+_SEARCH_WINDOW = 1_000_000
+
+
 def _locate_text(items: list[_Item], index: _PageIndex) -> None:
+    """Finds each text block in the page text, in order: its prefix, then a shorter one."""
     cursor = 0
     for item in items:
         if item.node is None or not item.needle or not index.piece_starts:
@@ -538,9 +544,7 @@ def _locate_text(items: list[_Item], index: _PageIndex) -> None:
         found = -1
         for length in (64, 16):
             needle = item.needle[:length]
-            found = index.flat.find(needle, cursor)
-            if found < 0:
-                found = index.flat.find(needle)
+            found = index.flat.find(needle, cursor, cursor + _SEARCH_WINDOW + len(needle))
             if found >= 0:
                 break
         if found < 0:
@@ -612,6 +616,13 @@ def _in_boilerplate(element: etree._Element, content_root: Optional[etree._Eleme
     return False
 
 
+# Elements that hold text rather than contain blocks.
+_TEXT_BLOCK_TAGS = frozenset(
+    {"p", "h1", "h2", "h3", "h4", "h5", "h6", "li", "dt", "dd", "blockquote", "pre", "td", "th", "caption"}
+    | {"figcaption", "a", "span", "b", "i", "em", "strong", "small", "font", "label", "code", "sup", "sub"}
+)
+
+
 def _is_descendant(element: etree._Element, ancestor: etree._Element) -> bool:
     return any(a is ancestor for a in element.iterancestors())
 
@@ -630,6 +641,9 @@ def _images_to_recover(items: list[_Item], index: _PageIndex, used: set[int], co
     first_offset = min(item.start_offset for item in located)
     last_end = max(item.end_offset for item in located)
     content_root = _common_ancestor([el for item in located for el in (item.owner, item.end_owner)])
+    # A single block's own element is no container: its images sit beside it.
+    while _tag(content_root) in _TEXT_BLOCK_TAGS and content_root.getparent() is not None:
+        content_root = content_root.getparent()
     recovered = []
     for record in dropped:
         if first_order <= record.order <= last_order:

@@ -230,11 +230,28 @@ def test_hreflang_title_and_html_lang():
         ("x-default", "https://museum.example.org/visit"),
     )
     assert extraction.metadata["html_lang"] == "en-GB"
+    assert "sitename" not in extraction.metadata
+    with_metadata = extract_trafilatura(html, "https://museum.example.org/en/visit", ExtractConfig(with_metadata=True))
+    assert with_metadata.metadata["sitename"] == "museum.example.org"
 
 
 def test_empty_and_contentless_pages_give_empty_extractions():
     assert extract_trafilatura("", "https://example.org/", ExtractConfig()).nodes == ()
     assert extract_trafilatura("<html><body></body></html>", "https://example.org/", ExtractConfig()).nodes == ()
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '<p>Back soon.</p><img src="/a.jpg" alt="shop front">',
+        '<img src="/a.jpg" alt="shop front"><p>Back soon.</p>',
+        '<div><img src="/a.jpg" alt="shop front"></div>',
+    ],
+)
+def test_little_text_keeps_its_images(body):
+    html = f"<html><body><nav><img src='/logo.png' alt='logo'></nav>{body}</body></html>"
+    extraction = extract_trafilatura(html, "https://example.org/shop", ExtractConfig())
+    assert [(i.src, i.alt) for i in _images(extraction)] == [("https://example.org/a.jpg", "shop front")]
 
 
 def test_load_extractor():
