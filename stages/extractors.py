@@ -361,10 +361,8 @@ def _image_record(img: etree._Element, base: str, order: int, offset: int) -> Op
     if not src or (width is not None and height is not None and width <= 1 and height <= 1):
         return None
     # What trafilatura reads: the resolved URL in src and nothing lazy to prefer over it.
-    for attr in (*_LAZY_ATTRIBUTES, *_SRCSET_ATTRIBUTES, "data-lazy-src"):
-        if attr in img.attrib:
-            del img.attrib[attr]
-    for attr in [a for a in img.attrib if a.startswith("data-src")]:
+    lazy = {*_LAZY_ATTRIBUTES, *_SRCSET_ATTRIBUTES}
+    for attr in [a for a in img.attrib if a in lazy or a.startswith("data-src")]:
         del img.attrib[attr]
     img.set("src", src)
     return _ImageRecord(
