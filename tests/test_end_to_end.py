@@ -147,8 +147,8 @@ def test_interleaved_order_and_resolved_image_urls(output, corpus):
 def test_manifest_conservation_and_counts(output):
     manifest = json.loads((output / "manifest.json").read_text())
     totals = manifest["totals"]
-    # 7 HTML responses in a.warc.gz, 1 before the cut in b, plus 1 row for the fault.
-    assert totals == {"pages": 9, "kept": 3, "rejected": 4, "errors": 1, "conserved": True}
+    # 6 HTML responses in a.warc.gz, 1 before the cut in b, plus 1 row for the fault.
+    assert totals == {"pages": 8, "kept": 3, "rejected": 4, "errors": 1, "conserved": True}
     assert manifest["stages_run"] == ["read", "extract", "heuristics", "dedup", "write"]
     assert manifest["stages"]["quality"] == {"enabled": False}
     assert manifest["stages"]["heuristics"]["rejected_by_reason"] == {
