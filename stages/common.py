@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import time
-import traceback
 from typing import Iterable, NamedTuple, Sequence
 
 import apache_beam as beam
@@ -13,6 +12,7 @@ from apache_beam.metrics import Metrics
 
 from mmcurate.filters.verdict import DocumentFilter, Verdict
 from mmcurate.schemas import KIND_ERROR, KIND_REJECTED, Decision, Document
+from mmcurate.stages.failures import error_detail
 
 log = logging.getLogger(__name__)
 
@@ -40,15 +40,6 @@ class StageResult(NamedTuple):
     kept: beam.PCollection
     rejected: beam.PCollection
     errors: beam.PCollection
-
-
-def error_detail(exc: BaseException, limit: int = 2000) -> str:
-    """The message and the innermost frames of an exception, for the decision row."""
-    message = f"{exc}"
-    frames = traceback.extract_tb(exc.__traceback__)[-3:]
-    where = " <- ".join(f"{f.filename.rsplit('/', 1)[-1]}:{f.lineno} {f.name}" for f in reversed(frames))
-    text = f"{message} [at {where}]" if where else message
-    return text[:limit]
 
 
 def error_decision(stage: str, doc: Document, exc: BaseException) -> Decision:
