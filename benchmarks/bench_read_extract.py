@@ -112,7 +112,8 @@ def beam_read_extract(path: Path) -> None:
     options = PipelineOptions(["--runner=DirectRunner", "--direct_num_workers=1", "--direct_running_mode=in_memory"])
     with beam.Pipeline(options=options) as p:
         read = p | ReadWarc([str(path)], ReadConfig())
-        _ = read.pages | ExtractDocuments(ExtractConfig()) | "Count" >> beam.combiners.Count.Globally()
+        extracted = read.pages | ExtractDocuments(ExtractConfig())
+        _ = extracted.kept | "Count" >> beam.combiners.Count.Globally()
 
 
 def main() -> None:

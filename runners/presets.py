@@ -23,8 +23,13 @@ def direct() -> list[str]:
 
 
 def local() -> list[str]:
-    """DirectRunner with one worker process per core."""
-    return ["--runner=DirectRunner", f"--direct_num_workers={_cores()}", "--direct_running_mode=multi_processing"]
+    """DirectRunner with one worker process per core (their own logging at WARNING)."""
+    return [
+        "--runner=DirectRunner",
+        f"--direct_num_workers={_cores()}",
+        "--direct_running_mode=multi_processing",
+        "--default_sdk_harness_log_level=WARNING",
+    ]
 
 
 PRESETS: dict[str, Callable[[], list[str]]] = {"direct": direct, "local": local}
