@@ -17,8 +17,17 @@ import apache_beam as beam
 from mmcurate.filters import reasons
 from mmcurate.filters.text import fold_for_hash
 from mmcurate.pipeline.config import DedupConfig
-from mmcurate.schemas import KIND_REJECTED, Decision, Document
-from mmcurate.stages.common import ERRORS, KEPT, REJECTED, StageCounters, StageResult, error_decision
+from mmcurate.filters.verdict import reject
+from mmcurate.schemas import Document
+from mmcurate.stages.common import (
+    ERRORS,
+    KEPT,
+    REJECTED,
+    StageCounters,
+    StageResult,
+    error_decision,
+    rejection_decision,
+)
 
 STAGE = "dedup"
 
@@ -92,22 +101,9 @@ class JoinExactVerdictFn(beam.DoFn):
             yield doc
             return
         self._counters.rejected(reasons.DEDUP_EXACT_TEXT)
-        yield beam.pvalue.TaggedOutput(
-            REJECTED,
-            Decision(
-                doc_id=doc.doc_id,
-                url=doc.url,
-                stage=STAGE,
-                kind=KIND_REJECTED,
-                reason=reasons.DEDUP_EXACT_TEXT,
-                provenance=doc.provenance,
-                value=1.0,  # the texts are identical once folded: similarity 1
-                threshold=1.0,
-                detail=f"survivor={verdict.survivor}",
-                signals=dict(doc.signals),
-                document=doc,
-            ),
-        )
+        # The texts are identical once folded: similarity 1.
+        verdict = reject(reasons.DEDUP_EXACT_TEXT, 1.0, 1.0, detail=f"survivor={verdict.survivor}")
+        yield beam.pvalue.TaggedOutput(REJECTED, rejection_decision(STAGE, doc, verdict))
 
 
 class DedupExactText(beam.PTransform):
