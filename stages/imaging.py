@@ -1,0 +1,205 @@
+"""Decoding and normalising one image's bytes, whatever their source.
+
+``normalize_image(payload, config)`` checks the magic bytes, reads the header with
+Pillow, refuses decompression bombs before decoding, applies the animated and SVG
+policies and the image rules of ``filters.images``, then decodes, optionally
+resizes and re-encodes, and measures what the images table stores: sha256 of the
+stored bytes (the ``image_id``), format, width, height and a 64-bit pHash.
+
+It never raises for bad input: a corrupt, truncated or hostile payload is an
+``ImageResult`` whose status says why. Beam-free, so tests and benchmarks call it
+directly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+import warnings
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Mapping, Optional
+
+import imagehash
+from PIL import Image, ImageOps
+
+from mmcurate.filters import images as rules
+from mmcurate.filters import reasons
+from mmcurate.filters.verdict import Verdict
+from mmcurate.pipeline.config import ImagesConfig
+from mmcurate.schemas import Provenance
+
+# Retrieval status of an image (the images table's `status` column).
+STATUS_OK = "ok"
+STATUS_FAILED = "failed"  # not retrieved (network, policy, not captured)
+STATUS_REJECTED = "rejected"  # retrieved, then refused by a rule or by dedup
+STATUS_SKIPPED = "skipped"  # kept in documents by URL only (images.svg=keep_url)
+
+SOURCE_WARC = "warc"
+SOURCE_HTTP = "http"
+
+_ORIENTATION = 0x0112  # EXIF tag
+_EXTENSIONS = {"JPEG": "jpg", "PNG": "png", "GIF": "gif", "WEBP": "webp", "BMP": "bmp", "TIFF": "tif", "ICO": "ico"}
+
+
+@dataclass(frozen=True)
+class ImageResult:
+    """What became of one image URL: retrieved and measured, or why not."""
+
+    url: str  # canonical URL
+    status: str
+    reason: str = ""  # a reason code, or an exception type for kind "error"
+    kind: str = "rejected"  # for decisions: "rejected" or "error"
+    value: Optional[float] = None
+    threshold: Optional[float] = None
+    detail: str = ""
+    source: str = ""
+    content_type: str = ""
+    image_id: Optional[str] = None
+    format: str = ""
+    width: Optional[int] = None
+    height: Optional[int] = None
+    phash: Optional[str] = None
+    num_bytes: int = 0
+    data: Optional[bytes] = field(default=None, repr=False)
+    provenance: Optional[Provenance] = None
+    signals: Mapping[str, float] = field(default_factory=dict)
+
+    def summary(self) -> "ImageResult":
+        """The same result without its bytes, for joins that do not need them."""
+        return dataclasses.replace(self, data=None)
+
+
+def extension(fmt: str) -> str:
+    return _EXTENSIONS.get(fmt, fmt.lower() or "bin")
+
+
+def _refused(url: str, verdict: Verdict, signals: Mapping[str, float], **extra) -> ImageResult:
+    return ImageResult(
+        url=url,
+        status=STATUS_REJECTED,
+        reason=verdict.reason,
+        value=verdict.value,
+        threshold=verdict.threshold,
+        detail=verdict.detail,
+        signals=dict(signals),
+        **extra,
+    )
+
+
+def _encode(image: Image.Image, fmt: str, quality: int) -> bytes:
+    if fmt == "JPEG" and image.mode not in ("RGB", "L", "CMYK"):
+        image = image.convert("RGBA") if image.mode in ("P", "LA", "PA") else image
+        if image.mode == "RGBA":
+            background = Image.new("RGB", image.size, (255, 255, 255))
+            background.paste(image, mask=image.getchannel("A"))
+            image = background
+        else:
+            image = image.convert("RGB")
+    buffer = io.BytesIO()
+    options = {"quality": quality} if fmt in ("JPEG", "WEBP") else {}
+    image.save(buffer, format=fmt, **options)
+    return buffer.getvalue()
+
+
+def normalize_image(url: str, payload: bytes, config: ImagesConfig, **extra) -> ImageResult:
+    """Decode, validate and normalise ``payload``; ``extra`` fills source,
+    content_type and provenance of the result."""
+    signals: dict[str, float] = {}
+    fmt = rules.sniff_format(payload[:1024])
+    if not fmt:
+        return ImageResult(
+            url=url,
+            status=STATUS_REJECTED,
+            reason=reasons.IMAGE_NOT_AN_IMAGE,
+            detail=f"first bytes {payload[:12]!r}",
+            num_bytes=len(payload),
+            **extra,
+        )
+    if fmt == "SVG":
+        if config.svg == "keep_url":
+            return ImageResult(url=url, status=STATUS_SKIPPED, reason=reasons.IMAGE_SVG, format="SVG", **extra)
+        return ImageResult(url=url, status=STATUS_REJECTED, reason=reasons.IMAGE_SVG, format="SVG", **extra)
+    try:
+        with warnings.catch_warnings():
+            # Our own pixel limit decides below; Pillow's warning would only be noise.
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            image = Image.open(io.BytesIO(payload))
+            info = rules.ImageInfo(
+                format=image.format or fmt,
+                width=image.width,
+                height=image.height,
+                frames=getattr(image, "n_frames", 1),
+            )
+    except Image.DecompressionBombError as exc:
+        return ImageResult(url=url, status=STATUS_REJECTED, reason=reasons.IMAGE_DECOMPRESSION_BOMB, detail=str(exc)[:200], **extra)
+    except Exception as exc:  # Pillow raises many types for a bad header
+        return ImageResult(
+            url=url,
+            status=STATUS_REJECTED,
+            reason=reasons.IMAGE_UNDECODABLE,
+            detail=f"{type(exc).__name__}: {exc}"[:200],
+            format=fmt,
+            num_bytes=len(payload),
+            **extra,
+        )
+    checks = (
+        partial(rules.pixel_limit, max_pixels=config.max_pixels),
+        partial(rules.allowed_format, formats=config.formats),
+        partial(rules.animation_policy, policy=config.animated),
+        partial(rules.side_bounds, min_side=config.min_side, max_side=config.max_side),
+        partial(rules.aspect_ratio, max_ratio=config.max_aspect_ratio),
+    )
+    measured = dict(format=info.format, width=info.width, height=info.height, num_bytes=len(payload))
+    for check in checks:
+        verdict = check(info)
+        signals.update(verdict.signals)
+        if not verdict.keep:
+            return _refused(url, verdict, signals, **measured, **extra)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            image.seek(0)
+            image.load()
+            # EXIF orientation applied, so stored pixels look as the page showed them.
+            rotated = image.getexif().get(_ORIENTATION, 1) not in (None, 1)
+            oriented = ImageOps.exif_transpose(image) if rotated else image
+            stored_format = info.format
+            data = payload
+            resize = config.resize_max_side and max(oriented.size) > config.resize_max_side
+            first_frame = info.frames > 1 and config.animated == "first_frame"
+            if resize or first_frame or config.reencode != "original" or rotated:
+                if config.reencode != "original":
+                    stored_format = config.reencode
+                elif first_frame or stored_format not in ("JPEG", "PNG", "WEBP"):
+                    stored_format = "PNG"
+                if resize:
+                    oriented = oriented.copy()
+                    oriented.thumbnail((config.resize_max_side, config.resize_max_side), Image.Resampling.LANCZOS)
+                data = _encode(oriented, stored_format, config.quality)
+            phash = str(imagehash.phash(oriented))
+            width, height = oriented.size
+    except Exception as exc:  # truncated or corrupt pixel data
+        return ImageResult(
+            url=url,
+            status=STATUS_REJECTED,
+            reason=reasons.IMAGE_UNDECODABLE,
+            detail=f"{type(exc).__name__}: {exc}"[:200],
+            signals=signals,
+            **measured,
+            **extra,
+        )
+    return ImageResult(
+        url=url,
+        status=STATUS_OK,
+        image_id=hashlib.sha256(data).hexdigest(),
+        format=stored_format,
+        width=width,
+        height=height,
+        phash=phash,
+        num_bytes=len(data),
+        data=data,
+        signals=signals,
+        **extra,
+    )
