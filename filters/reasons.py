@@ -13,8 +13,10 @@ CONTENT_NO_TEXT = "content.no_text"
 CONTENT_TOO_FEW_WORDS = "content.too_few_words"
 CONTENT_TOO_FEW_IMAGES = "content.too_few_images"
 
-# dedup (stage: dedup)
+# dedup (stage: dedup; stages/dedup.py). Each row's detail names the survivor.
 DEDUP_EXACT_TEXT = "dedup.exact_text"
+DEDUP_SAME_URL = "dedup.same_url"  # same normalised URL, a later capture survives
+DEDUP_NEAR_DUPLICATE = "dedup.near_duplicate"  # MinHash-LSH cluster; value = Jaccard to the survivor
 
 ALL_REASONS = frozenset(
     {
@@ -23,5 +25,7 @@ ALL_REASONS = frozenset(
         CONTENT_TOO_FEW_WORDS,
         CONTENT_TOO_FEW_IMAGES,
         DEDUP_EXACT_TEXT,
+        DEDUP_SAME_URL,
+        DEDUP_NEAR_DUPLICATE,
     }
 )

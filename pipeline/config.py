@@ -74,8 +74,63 @@ class HeuristicsConfig(_Section):
     min_images: int = Field(default=1, ge=0)
 
 
+from mmcurate.filters.urlnorm import DEFAULT_STRIP_PARAMS  # noqa: E402  (dedup's URL defaults)
+
+# Which copy of a duplicate survives, criteria in order (ties end at the smallest doc_id).
+SurvivorCriterion = Literal["quality", "earliest", "latest", "longest"]
+
+
 class DedupConfig(_Section):
+    # URL dedup: captures of one normalised URL (filters/urlnorm.py); the latest
+    # capture by WARC date survives, ties to the smallest doc_id.
+    url: bool = True
+    url_strip_params: tuple[str, ...] = DEFAULT_STRIP_PARAMS  # "name", or "prefix*"
+    url_fold_scheme: bool = True  # http and https are one URL
+    # Exact dedup on the folded main text (case, punctuation, whitespace).
     exact_text: bool = True
+    # MinHash-LSH near-duplicates (filters/minhash.py).
+    near: bool = True
+    # Word 5-gram shingles: Lee et al. 2022 ("Deduplicating Training Data Makes
+    # Language Models Better") and FineWeb (Penedo et al. 2024) both shingle 5-grams.
+    word_ngram: int = Field(default=5, ge=1)
+    # Unspaced scripts (one unit = one character) shingle character 5-grams: the
+    # same window as for words. A choice of this project, not a published figure.
+    char_ngram: int = Field(default=5, ge=1)
+    # A text is shingled by characters when at least this share of its letters is
+    # of an unspaced script (filters.text.unspaced_ratio).
+    unspaced_cutoff: float = Field(default=0.5, ge=0, le=1)
+    # 128 permutations in 9 bands of 13 rows: what datasketch's MinHashLSH
+    # (_optimal_param, equal false-positive/negative weights) picks for a Jaccard
+    # threshold of 0.8 with 128 permutations; the S-curve midpoint is 0.819
+    # (logged at pipeline construction, and the `threshold` of each row).
+    num_perm: int = Field(default=128, ge=1)
+    bands: int = Field(default=9, ge=1)
+    rows: int = Field(default=13, ge=1)
+    seed: int = 1
+    # "sha1": signatures bit-identical to datasketch; "crc32": ~3x faster hashing.
+    shingle_hash: Literal["sha1", "crc32"] = "sha1"
+    # Check each LSH candidate pair with the true Jaccard of the shingle sets and
+    # drop pairs below verify_threshold (removes LSH false positives; costs two
+    # shuffles of the shingle hashes).
+    verify: bool = False
+    verify_threshold: float = Field(default=0.8, gt=0, le=1)
+    # Rounds of large-star/small-star connected components (2 shuffles each). A
+    # chain of n documents needs about log2(n) rounds; what has not converged after
+    # them is finished by union-find in one worker (logged, counted).
+    cc_rounds: int = Field(default=10, ge=1)
+    # Survivor of an exact or near-duplicate cluster. "quality": highest
+    # `quality_signal` (documents without it come after); "earliest"/"latest": WARC
+    # date; "longest": most words. The smallest doc_id breaks remaining ties.
+    survivor: tuple[SurvivorCriterion, ...] = ("quality", "earliest")
+    quality_signal: str = "quality.score"
+
+    @field_validator("rows")
+    @classmethod
+    def _bands_fit(cls, rows: int, info: Any) -> int:
+        bands, num_perm = info.data.get("bands"), info.data.get("num_perm")
+        if bands is not None and num_perm is not None and bands * rows > num_perm:
+            raise ValueError(f"bands * rows = {bands * rows} exceeds num_perm = {num_perm}")
+        return rows
 
 
 class WriteConfig(_Section):
