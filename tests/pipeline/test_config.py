@@ -58,3 +58,16 @@ def test_missing_config_file_names_the_path(tmp_path):
 def test_stage_order_follows_the_funnel():
     assert load_config(overrides=["run.stages=dedup,heuristics"]).run.stages == ("heuristics", "dedup")
     assert load_config(overrides=["run.stages="]).run.stages == ()
+
+
+def test_nested_heuristics_sections_take_dotted_overrides(tmp_path):
+    config = load_config(overrides=["heuristics.gopher_quality.min_words=80", "heuristics.language.allowed=[en, de]"])
+    assert config.heuristics.gopher_quality.min_words == 80
+    assert config.heuristics.language.allowed == ("en", "de")
+    path = tmp_path / "c.yaml"
+    path.write_text("heuristics:\n  fineweb:\n    enabled: false\n")
+    assert load_config(path, ["heuristics.fineweb.short_line_chars=20"]).heuristics.fineweb.enabled is False
+    with pytest.raises(ConfigError, match="heuristics.gopher_quality.min_wrds: unknown key"):
+        load_config(overrides=["heuristics.gopher_quality.min_wrds=3"])
+    with pytest.raises(ConfigError, match="'heuristics.min_words' is not a mapping"):
+        load_config(overrides=["heuristics.min_words=3", "heuristics.min_words.x=1"])

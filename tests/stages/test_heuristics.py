@@ -1,61 +1,132 @@
+import dataclasses
+from collections import Counter
+from pathlib import Path
+
 import apache_beam as beam
+import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from docfactory import PROSE, make_doc
 from mmcurate.filters import reasons
-from mmcurate.pipeline.config import HeuristicsConfig
-from mmcurate.stages.heuristics import ApplyTextHeuristics
+from mmcurate.pipeline.config import HeuristicsConfig, UrlConfig
+from mmcurate.schemas import ImageNode
+from mmcurate.stages.heuristics import STAGE, ApplyTextHeuristics
 
-DOCS = [
-    make_doc("good", PROSE, images=2),
+TEXT_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "text"
+LANGS = ("en", "de", "zh", "ja", "ru", "ar")
+UNIQUE = (
+    "harbour valley century salt timber cities coast fishing boats dawn afternoon market quay crates "
+    "visitors road lighthouse bay islands mountains inland railway tunnels viaduct engineers summer winter"
+).split()
+
+
+def clean(lang):
+    text = (TEXT_DIR / f"{lang}.txt").read_text(encoding="utf-8")
+    return make_doc(f"clean-{lang}", [p.strip() for p in text.split("\n\n") if p.strip()], images=2)
+
+
+def with_logo_only(doc_id):
+    doc = make_doc(doc_id, PROSE)
+    return dataclasses.replace(doc, nodes=doc.nodes + (ImageNode("https://example.org/static/logo.png"),))
+
+
+DOCS = [clean(lang) for lang in LANGS] + [
     make_doc("short", "Only a few words here.", images=1),
     make_doc("noimg", PROSE),
     make_doc("empty", [], images=3),
+    make_doc("blocked", PROSE, images=1, url="https://www.spam.example/page"),
+    make_doc("cookies", ["We use cookies to improve your experience. Accept all cookies."], images=1),
+    with_logo_only("logo"),
+    make_doc("gallery", PROSE, images=31),
+    make_doc("dupes", [PROSE, PROSE, PROSE, "A different closing paragraph that ends here."], images=1),
+    make_doc("listy", [f"• The {a} near the {b} opens early today" for a, b in zip(UNIQUE[:12], UNIQUE[12:24])], images=1),
+]
+EXPECTED_REJECTED = [
+    ("short", reasons.CONTENT_TOO_FEW_WORDS),
+    ("noimg", reasons.CONTENT_TOO_FEW_IMAGES),
+    ("empty", reasons.CONTENT_NO_TEXT),
+    ("blocked", reasons.URL_BLOCKLISTED_DOMAIN),
+    ("cookies", reasons.NODES_NO_TEXT_LEFT),
+    ("logo", reasons.NODES_NO_IMAGES_LEFT),
+    ("gallery", reasons.OBELICS_TOO_MANY_IMAGES),
+    # FineWeb's duplicate-line rule (1% of characters) runs before Gopher's repetition rules
+    ("dupes", reasons.FINEWEB_DUPLICATE_LINE_CHARS),
+    ("listy", reasons.GOPHER_BULLET_LINES),
 ]
 
 
-def _run(config):
+@pytest.fixture
+def blocklist(tmp_path):
+    path = tmp_path / "domains.txt"
+    path.write_text("# test list\nspam.example\n")
+    return str(path)
+
+
+def _counters(run):
+    return {c.key.metric.name: c.committed for c in run.metrics().query()["counters"] if c.key.metric.namespace == STAGE}
+
+
+def test_kept_rejected_and_counters_equal_the_decision_rows(blocklist):
+    config = HeuristicsConfig(urls=UrlConfig(domain_blocklists=(blocklist,)))
     p = TestPipeline()
     result = p | beam.Create(DOCS) | ApplyTextHeuristics(config)
-    return p, result
-
-
-def test_kept_and_rejected_with_reasons():
-    p, result = _run(HeuristicsConfig())
-    assert_that(result.kept | "KeptIds" >> beam.Map(lambda d: d.doc_id), equal_to(["good"]), label="kept")
     assert_that(
-        result.rejected | "Reasons" >> beam.Map(lambda r: (r.doc_id, r.stage, r.reason, r.value, r.threshold)),
-        equal_to(
-            [
-                ("short", "heuristics", reasons.CONTENT_TOO_FEW_WORDS, 5.0, 50.0),
-                ("noimg", "heuristics", reasons.CONTENT_TOO_FEW_IMAGES, 0.0, 1.0),
-                ("empty", "heuristics", reasons.CONTENT_NO_TEXT, 0.0, 1.0),
-            ]
-        ),
-        label="rejected",
+        result.kept | "Kept" >> beam.Map(lambda d: (d.doc_id, d.language)),
+        equal_to([(f"clean-{lang}", lang) for lang in LANGS]),
+        label="kept",
     )
+    assert_that(
+        result.rejected | "Reasons" >> beam.Map(lambda r: (r.doc_id, r.reason)), equal_to(EXPECTED_REJECTED), label="rejected"
+    )
+    assert_that(result.rejected | "Stages" >> beam.Map(lambda r: r.stage), equal_to([STAGE] * len(EXPECTED_REJECTED)), label="stage")
     assert_that(result.errors, equal_to([]), label="errors")
     run = p.run()
     run.wait_until_finish()
-    counters = {c.key.metric.name: c.committed for c in run.metrics().query()["counters"] if c.key.metric.namespace == "heuristics"}
-    # Counters equal the rows.
-    assert counters["kept"] == 1
-    assert counters[f"rejected.{reasons.CONTENT_TOO_FEW_WORDS}"] == 1
-    assert counters[f"rejected.{reasons.CONTENT_TOO_FEW_IMAGES}"] == 1
-    assert counters[f"rejected.{reasons.CONTENT_NO_TEXT}"] == 1
+    counters = _counters(run)
+    rows = Counter(reason for _, reason in EXPECTED_REJECTED)
+    assert {k.removeprefix("rejected."): v for k, v in counters.items() if k.startswith("rejected.")} == rows
+    assert counters["kept"] == len(LANGS)
+    assert counters["nodes.removed.boilerplate"] == 1 and counters["nodes.removed.image_url"] == 1
 
 
-def test_text_only_documents_kept_when_min_images_is_zero():
-    p, result = _run(HeuristicsConfig(min_images=0))
-    assert_that(result.kept | beam.Map(lambda d: d.doc_id), equal_to(["good", "noimg"]))
-    p.run().wait_until_finish()
+def test_kept_documents_carry_every_signal():
+    p = TestPipeline()
+    result = p | beam.Create([clean("zh"), clean("en")]) | ApplyTextHeuristics(HeuristicsConfig())
 
+    def figures(doc):
+        s = doc.signals
+        return (
+            doc.doc_id,
+            s["content.word_count"],
+            "gopher.duplicate_10gram_char_fraction" in s,
+            "fineweb.newline_word_ratio" in s,
+            "obelics.word_repetition_ratio" in s,
+            "nodes.removed.boilerplate" in s,
+            round(s["language.score"], 2) == round(doc.language_score, 2),
+        )
 
-def test_kept_documents_carry_their_signals():
-    p, result = _run(HeuristicsConfig())
     assert_that(
-        result.kept | beam.Map(lambda d: (d.signals["content.word_count"], d.signals["content.image_count"])),
-        equal_to([(83.0, 2.0)]),
+        result.kept | beam.Map(figures),
+        equal_to([("clean-zh", 257.0, True, True, True, True, True), ("clean-en", 171.0, True, True, True, True, True)]),
     )
     p.run().wait_until_finish()
+
+
+def test_language_allow_list_and_rejection_row_has_value_and_threshold():
+    config = HeuristicsConfig(language={"allowed": ("en",)}, min_images=0)
+    p = TestPipeline()
+    result = p | beam.Create([clean("de"), clean("en")]) | ApplyTextHeuristics(config)
+    assert_that(result.kept | "K" >> beam.Map(lambda d: d.doc_id), equal_to(["clean-en"]), label="kept")
+    assert_that(
+        result.rejected | "R" >> beam.Map(lambda r: (r.doc_id, r.reason, r.detail, r.threshold)),
+        equal_to([("clean-de", reasons.LANGUAGE_NOT_ALLOWED, "de", None)]),
+        label="rejected",
+    )
+    p.run().wait_until_finish()
+
+
+def test_missing_blocklist_fails_at_construction_naming_the_key(tmp_path):
+    config = HeuristicsConfig(urls=UrlConfig(substring_blocklists=(str(tmp_path / "nope.txt"),)))
+    with pytest.raises(FileNotFoundError, match="heuristics.urls.substring_blocklists: file not found"):
+        ApplyTextHeuristics(config)

@@ -1,0 +1,208 @@
+"""The Gopher rules (Rae et al. 2021, "Scaling Language Models: Methods, Analysis &
+Insights from Training Gopher", appendix A.1.1 "MassiveWeb" quality filters and
+table A1 repetition thresholds).
+
+Quality: 50-100,000 words; mean word length 3-10 characters; symbol-to-word ratio
+(``#``, ``...``, ``…``) <= 0.1; at most 90% of lines starting with a bullet and 30%
+ending with an ellipsis; at least 80% of words with an alphabetic character; at least
+2 of the English stop words "the, be, to, of, and, that, have, with".
+
+Repetition: duplicate lines <= 30% by count and 20% by characters, the same for
+paragraphs; the most frequent 2-, 3-, 4-gram covers at most 20%, 18%, 16% of the
+characters; duplicated 5- ... 10-grams cover at most 15%, 14%, 13%, 12%, 11%, 10%.
+
+Beyond English: words are word units (``text.word_units``), one per character in
+Chinese, Japanese, Thai and other unspaced scripts, so such a page is measured in
+characters and never "one word long". The mean-word-length rule is about spaced
+scripts and is not applied when most letters are unspaced (the signal is then not
+written); the stop-word rule applies only to languages that config gives stop
+words for (English by default, as Gopher).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Mapping
+
+from mmcurate.filters import reasons
+from mmcurate.filters.text import lines, spaced_words, tokens, unspaced_ratio, word_units
+from mmcurate.filters.verdict import Verdict, keep, reject
+from mmcurate.schemas import Document
+
+WORD_COUNT = "gopher.word_count"
+MEAN_WORD_LENGTH = "gopher.mean_word_length"
+SYMBOL_WORD_RATIO = "gopher.symbol_word_ratio"
+BULLET_LINES_RATIO = "gopher.bullet_lines_ratio"
+ELLIPSIS_LINES_RATIO = "gopher.ellipsis_lines_ratio"
+ALPHABETIC_WORD_RATIO = "gopher.alphabetic_word_ratio"
+STOP_WORDS = "gopher.stop_words"
+DUPLICATE_LINE_FRACTION = "gopher.duplicate_line_fraction"
+DUPLICATE_PARAGRAPH_FRACTION = "gopher.duplicate_paragraph_fraction"
+DUPLICATE_LINE_CHAR_FRACTION = "gopher.duplicate_line_char_fraction"
+DUPLICATE_PARAGRAPH_CHAR_FRACTION = "gopher.duplicate_paragraph_char_fraction"
+
+
+def top_ngram_signal(n: int) -> str:
+    return f"gopher.top_{n}gram_char_fraction"
+
+
+def duplicate_ngram_signal(n: int) -> str:
+    return f"gopher.duplicate_{n}gram_char_fraction"
+
+
+_BULLETS = ("•", "●", "○", "◦", "▪", "▫", "■", "□", "‣", "⁃", "∙", "·", "-", "–", "—", "*", "➢", "➤", "→", "✓", "✔")
+_ELLIPSES = ("...", "…")
+_PARAGRAPH_BREAK = re.compile(r"\n{2,}")
+# Unspaced text is not judged by mean word length when this share of letters or more is unspaced.
+_UNSPACED_MAJORITY = 0.5
+
+
+def quality(
+    doc: Document,
+    *,
+    min_words: int,
+    max_words: int,
+    min_mean_word_length: float,
+    max_mean_word_length: float,
+    max_symbol_word_ratio: float,
+    max_bullet_lines_ratio: float,
+    max_ellipsis_lines_ratio: float,
+    min_alphabetic_word_ratio: float,
+    min_stop_words: int,
+    stop_words: Mapping[str, frozenset[str]],
+) -> Verdict:
+    """The Gopher quality rules, in the paper's order; every figure is measured first."""
+    text = doc.text
+    units = word_units(text)
+    words = len(units)
+    toks = tokens(text)
+    text_lines = lines(text)
+    n_lines = len(text_lines) or 1
+    signals: dict[str, float] = {WORD_COUNT: float(words)}
+
+    check_length = unspaced_ratio(text) < _UNSPACED_MAJORITY
+    if check_length:
+        spaced = spaced_words(text)
+        mean_len = sum(map(len, spaced)) / len(spaced) if spaced else 0.0
+        signals[MEAN_WORD_LENGTH] = mean_len
+    symbols = text.count("#") + sum(text.count(e) for e in _ELLIPSES)
+    signals[SYMBOL_WORD_RATIO] = symbol_ratio = symbols / words if words else 0.0
+    signals[BULLET_LINES_RATIO] = bullets = sum(1 for l in text_lines if l.startswith(_BULLETS)) / n_lines
+    signals[ELLIPSIS_LINES_RATIO] = ellipsis = sum(1 for l in text_lines if l.endswith(_ELLIPSES)) / n_lines
+    alpha = sum(1 for t in toks if any(ch.isalpha() for ch in t)) / len(toks) if toks else 0.0
+    signals[ALPHABETIC_WORD_RATIO] = alpha
+    language_stops = stop_words.get(doc.language)
+    if language_stops is not None:
+        found = len(language_stops.intersection(u.casefold() for u in units))
+        signals[STOP_WORDS] = float(found)
+
+    if words < min_words:
+        return reject(reasons.GOPHER_TOO_FEW_WORDS, words, min_words, **signals)
+    if words > max_words:
+        return reject(reasons.GOPHER_TOO_MANY_WORDS, words, max_words, **signals)
+    if check_length:
+        if mean_len < min_mean_word_length:
+            return reject(reasons.GOPHER_SHORT_MEAN_WORD_LENGTH, mean_len, min_mean_word_length, **signals)
+        if mean_len > max_mean_word_length:
+            return reject(reasons.GOPHER_LONG_MEAN_WORD_LENGTH, mean_len, max_mean_word_length, **signals)
+    if symbol_ratio > max_symbol_word_ratio:
+        return reject(reasons.GOPHER_SYMBOL_WORD_RATIO, symbol_ratio, max_symbol_word_ratio, **signals)
+    if bullets > max_bullet_lines_ratio:
+        return reject(reasons.GOPHER_BULLET_LINES, bullets, max_bullet_lines_ratio, **signals)
+    if ellipsis > max_ellipsis_lines_ratio:
+        return reject(reasons.GOPHER_ELLIPSIS_LINES, ellipsis, max_ellipsis_lines_ratio, **signals)
+    if alpha < min_alphabetic_word_ratio:
+        return reject(reasons.GOPHER_ALPHABETIC_WORDS, alpha, min_alphabetic_word_ratio, **signals)
+    if language_stops is not None and found < min_stop_words:
+        return reject(reasons.GOPHER_STOP_WORDS, found, min_stop_words, detail=doc.language, **signals)
+    return keep(**signals)
+
+
+def _duplicates(elements: list[str]) -> tuple[int, int]:
+    """(count, characters) of the elements that repeat an earlier one."""
+    seen: set[str] = set()
+    dup = dup_chars = 0
+    for element in elements:
+        if element in seen:
+            dup += 1
+            dup_chars += len(element)
+        else:
+            seen.add(element)
+    return dup, dup_chars
+
+
+def top_ngram_char_fraction(words: list[str], n: int, total_chars: int) -> float:
+    """Characters of the most frequent word n-gram (all its occurrences) over all word characters."""
+    if len(words) < n or not total_chars:
+        return 0.0
+    (gram, count), = Counter(zip(*(words[i:] for i in range(n)))).most_common(1)
+    return sum(map(len, gram)) * count / total_chars
+
+
+def duplicate_ngram_char_fraction(words: list[str], n: int, total_chars: int) -> float:
+    """Characters of the words covered by n-grams that repeat an earlier n-gram."""
+    if len(words) < n or not total_chars:
+        return 0.0
+    grams = list(zip(*(words[i:] for i in range(n))))
+    counts = Counter(grams)
+    if len(counts) == len(grams):
+        return 0.0
+    covered = bytearray(len(words))
+    seen: set = set()
+    for i, gram in enumerate(grams):
+        if counts[gram] == 1:
+            continue
+        if gram in seen:
+            covered[i : i + n] = b"\x01" * n
+        else:
+            seen.add(gram)
+    return sum(len(w) for w, c in zip(words, covered) if c) / total_chars
+
+
+def repetition(
+    doc: Document,
+    *,
+    max_duplicate_line_fraction: float,
+    max_duplicate_paragraph_fraction: float,
+    max_duplicate_line_char_fraction: float,
+    max_duplicate_paragraph_char_fraction: float,
+    max_top_ngram_char_fraction: Mapping[int, float],
+    max_duplicate_ngram_char_fraction: Mapping[int, float],
+) -> Verdict:
+    """The Gopher repetition rules, in table A1's order; stops at the first failure."""
+    text = doc.text
+    signals: dict[str, float] = {}
+    paragraphs = [p.strip() for p in _PARAGRAPH_BREAK.split(text) if p.strip()]
+    text_lines = lines(text)
+    para_chars = sum(map(len, paragraphs)) or 1
+    line_chars = sum(map(len, text_lines)) or 1
+
+    dup, dup_chars = _duplicates(paragraphs)
+    signals[DUPLICATE_PARAGRAPH_FRACTION] = para_frac = dup / (len(paragraphs) or 1)
+    signals[DUPLICATE_PARAGRAPH_CHAR_FRACTION] = para_char_frac = dup_chars / para_chars
+    dup, dup_chars = _duplicates(text_lines)
+    signals[DUPLICATE_LINE_FRACTION] = line_frac = dup / (len(text_lines) or 1)
+    signals[DUPLICATE_LINE_CHAR_FRACTION] = line_char_frac = dup_chars / line_chars
+    if para_frac > max_duplicate_paragraph_fraction:
+        return reject(reasons.GOPHER_DUPLICATE_PARAGRAPHS, para_frac, max_duplicate_paragraph_fraction, **signals)
+    if para_char_frac > max_duplicate_paragraph_char_fraction:
+        return reject(reasons.GOPHER_DUPLICATE_PARAGRAPH_CHARS, para_char_frac, max_duplicate_paragraph_char_fraction, **signals)
+    if line_frac > max_duplicate_line_fraction:
+        return reject(reasons.GOPHER_DUPLICATE_LINES, line_frac, max_duplicate_line_fraction, **signals)
+    if line_char_frac > max_duplicate_line_char_fraction:
+        return reject(reasons.GOPHER_DUPLICATE_LINE_CHARS, line_char_frac, max_duplicate_line_char_fraction, **signals)
+
+    words = [w.casefold() for w in word_units(text)]
+    total_chars = sum(map(len, words))
+    for n, limit in sorted(max_top_ngram_char_fraction.items()):
+        frac = top_ngram_char_fraction(words, n, total_chars)
+        signals[top_ngram_signal(n)] = frac
+        if frac > limit:
+            return reject(reasons.GOPHER_TOP_NGRAM_CHARS, frac, limit, detail=f"n={n}", **signals)
+    for n, limit in sorted(max_duplicate_ngram_char_fraction.items()):
+        frac = duplicate_ngram_char_fraction(words, n, total_chars)
+        signals[duplicate_ngram_signal(n)] = frac
+        if frac > limit:
+            return reject(reasons.GOPHER_DUPLICATE_NGRAM_CHARS, frac, limit, detail=f"n={n}", **signals)
+    return keep(**signals)

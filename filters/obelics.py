@@ -1,0 +1,122 @@
+"""OBELICS-style rules for interleaved documents (Laurençon et al. 2023, "OBELICS:
+An Open Web-Scale Filtered Dataset of Interleaved Image-Text Documents", section
+3 and appendix A; thresholds from the released
+``obelics/configs/config_filter_web_documents.yaml``).
+
+Document level: 1-30 images (the lower bound is ``content.min_images``), 10-2,000
+words, special-character ratio <= 0.275, 10-character repetition ratio <= 0.1,
+5-word repetition ratio <= 0.2. The same measures run per text node in node cleanup
+(``filters/nodes.py``) with the node-level cutoffs (0.3, 0.1, 0.1).
+
+The ratios are defined as in OBELICS (after BigScience ROOTS, Laurençon et al.
+2022): the character repetition ratio is the share of character n-gram occurrences
+taken by the ``floor(sqrt(distinct))`` most frequent n-grams that occur more than
+once; the word repetition ratio is the share of word n-gram occurrences whose n-gram
+occurs more than once. Words are word units (``text.word_units``), so Chinese and
+Japanese are measured per character rather than as one long "word".
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections import Counter
+
+from mmcurate.filters import reasons
+from mmcurate.filters.text import count_words, word_units
+from mmcurate.filters.verdict import Verdict, keep, reject
+from mmcurate.schemas import Document
+
+IMAGE_COUNT = "obelics.image_count"
+WORD_COUNT = "obelics.word_count"
+IMAGE_WORD_RATIO = "obelics.image_word_ratio"
+SPECIAL_CHARACTER_RATIO = "obelics.special_character_ratio"
+CHARACTER_REPETITION_RATIO = "obelics.character_repetition_ratio"
+WORD_REPETITION_RATIO = "obelics.word_repetition_ratio"
+
+# Candidates for a special character: whitespace, digits, underscore and anything
+# that is not a letter or digit; combining marks are then taken back out, since
+# they belong to the letters of Arabic, Indic and other scripts.
+_SPECIAL_CANDIDATE = re.compile(r"[\d_]|[^\w]")
+
+
+def special_character_ratio(text: str) -> float:
+    """Share of characters that are whitespace, digits, punctuation or symbols
+    (emoji included), as OBELICS's special characters."""
+    if not text:
+        return 0.0
+    special = sum(1 for ch in _SPECIAL_CANDIDATE.findall(text) if ch < "\u0300" or unicodedata.category(ch)[0] != "M")
+    return special / len(text)
+
+
+def character_repetition_ratio(text: str, n: int) -> float:
+    """Share of character n-gram occurrences held by the sqrt(distinct) most
+    frequent repeated n-grams."""
+    if len(text) < n:
+        return 0.0
+    freqs = Counter(text[i : i + n] for i in range(len(text) - n + 1))
+    counts = sorted(freqs.values(), reverse=True)
+    repeated = sum(1 for c in counts if c > 1)
+    top = min(math.isqrt(len(counts)), repeated)
+    return sum(counts[:top]) / sum(counts)
+
+
+def word_repetition_ratio(text: str, n: int) -> float:
+    """Share of word n-gram occurrences whose n-gram occurs more than once."""
+    words = [w.casefold() for w in word_units(text)]
+    if len(words) < n:
+        return 0.0
+    freqs = Counter(zip(*(words[i:] for i in range(n))))
+    total = len(words) - n + 1
+    return sum(c for c in freqs.values() if c > 1) / total
+
+
+def image_count(doc: Document, *, max_images: int) -> Verdict:
+    """Reject a document with more than ``max_images`` images."""
+    images = len(doc.image_nodes)
+    if images > max_images:
+        return reject(reasons.OBELICS_TOO_MANY_IMAGES, images, max_images, **{IMAGE_COUNT: float(images)})
+    return keep(**{IMAGE_COUNT: float(images)})
+
+
+def word_bounds(doc: Document, *, min_words: int, max_words: int, max_image_word_ratio: float) -> Verdict:
+    """Word count within [min_words, max_words] and at most ``max_image_word_ratio``
+    images per word."""
+    words = count_words(doc.text)
+    ratio = len(doc.image_nodes) / words if words else float(len(doc.image_nodes) > 0)
+    signals = {WORD_COUNT: float(words), IMAGE_WORD_RATIO: ratio}
+    if words < min_words:
+        return reject(reasons.OBELICS_TOO_FEW_WORDS, words, min_words, **signals)
+    if words > max_words:
+        return reject(reasons.OBELICS_TOO_MANY_WORDS, words, max_words, **signals)
+    if ratio > max_image_word_ratio:
+        return reject(reasons.OBELICS_IMAGE_WORD_RATIO, ratio, max_image_word_ratio, **signals)
+    return keep(**signals)
+
+
+def text_ratios(
+    doc: Document,
+    *,
+    max_special_character_ratio: float,
+    character_repetition_length: int,
+    max_character_repetition_ratio: float,
+    word_repetition_length: int,
+    max_word_repetition_ratio: float,
+) -> Verdict:
+    """Special-character, character-repetition and word-repetition ratios of the
+    whole text, against the document-level cutoffs."""
+    text = doc.text
+    special = special_character_ratio(text)
+    signals = {SPECIAL_CHARACTER_RATIO: special}
+    if special > max_special_character_ratio:
+        return reject(reasons.OBELICS_SPECIAL_CHARACTERS, special, max_special_character_ratio, **signals)
+    char_rep = character_repetition_ratio(text, character_repetition_length)
+    signals[CHARACTER_REPETITION_RATIO] = char_rep
+    if char_rep > max_character_repetition_ratio:
+        return reject(reasons.OBELICS_CHARACTER_REPETITION, char_rep, max_character_repetition_ratio, **signals)
+    word_rep = word_repetition_ratio(text, word_repetition_length)
+    signals[WORD_REPETITION_RATIO] = word_rep
+    if word_rep > max_word_repetition_ratio:
+        return reject(reasons.OBELICS_WORD_REPETITION, word_rep, max_word_repetition_ratio, **signals)
+    return keep(**signals)

@@ -1,0 +1,96 @@
+"""URL normalisation and blocklists; node cleanup counted per reason in signals."""
+
+from pathlib import Path
+
+import pytest
+
+from docfactory import PROSE, make_doc
+from mmcurate.filters import nodes, urls
+from mmcurate.pipeline.config import HeuristicsConfig
+from mmcurate.schemas import Document, ImageNode, Provenance, TextNode
+from mmcurate.stages.heuristics import node_cleanup
+
+DATA = Path(urls.__file__).resolve().parent / "data"
+
+
+@pytest.mark.parametrize(
+    "url, normalised",
+    [
+        ("HTTPS://WWW.Example.COM:443/Path?q=1#frag", "https://example.com/Path?q=1"),
+        ("http://example.com:8080", "http://example.com:8080/"),
+        ("http://xn--bcher-kva.example./a", "http://bücher.example/a"),
+    ],
+)
+def test_normalize_url(url, normalised):
+    assert urls.normalize_url(url) == normalised
+
+
+def test_example_blocklists_ship_and_parse():
+    domains = urls.parse_domains(urls.read_entries((DATA / "blocklist-domains.example.txt").read_text().splitlines()))
+    assert domains == {"spam.example", "casino.example.net"}
+    subs = urls.read_entries((DATA / "blocklist-url-substrings.example.txt").read_text().splitlines())
+    assert subs == ["/wp-login.php", "?replytocom="]
+
+
+def test_parent_domain_blocks_subdomains_but_not_lookalikes():
+    domains = urls.parse_domains(["spam.example"])
+    assert not urls.blocklisted_domain(make_doc("a", url="https://a.b.spam.example/x"), domains=domains).keep
+    assert urls.blocklisted_domain(make_doc("b", url="https://notspam.example/x"), domains=domains).keep
+
+
+def _doc(*nodes_):
+    return Document(doc_id="d", url="https://example.org/d", provenance=Provenance("t.warc.gz"), nodes=tuple(nodes_))
+
+
+def test_cleanup_removes_each_kind_and_counts_it():
+    cleanup = node_cleanup(HeuristicsConfig())
+    doc = _doc(
+        TextNode("Home > Travel > Harbours", "p"),
+        TextNode(PROSE),
+        TextNode("We use cookies to give you the best experience. Accept cookies?"),
+        ImageNode("https://example.org/photo.jpg", declared_width=800, declared_height=600),
+        ImageNode("https://example.org/thumb.jpg", declared_width=40, declared_height=40),
+        ImageNode("https://cdn.example.org/assets/site-logo.svg"),
+        ImageNode("https://pixel.tracker.example/p.gif"),
+        TextNode("12345 67890 +++ ### 2024-05-01 // 99.99 %%% $$$"),
+        TextNode("buy now buy now buy now buy now buy now buy now buy now buy now"),
+        TextNode("© 2024 Example Media. All rights reserved."),
+        ImageNode("https://example.org/photo.jpg"),
+    )
+    out = cleanup(doc)
+    assert [n.text if isinstance(n, TextNode) else n.src for n in out.nodes] == [PROSE, "https://example.org/photo.jpg"]
+    removed = {r: out.signals[nodes.removed_signal(r)] for r in nodes.REMOVAL_REASONS}
+    assert removed == {
+        nodes.BOILERPLATE: 3,
+        nodes.SPECIAL_CHARACTERS: 1,
+        nodes.CHARACTER_REPETITION: 1,
+        nodes.WORD_REPETITION: 0,
+        nodes.TINY_IMAGE: 1,
+        nodes.IMAGE_URL: 2,
+        nodes.REPEATED_IMAGE: 1,
+    }
+    assert (out.signals[nodes.TEXT_BEFORE], out.signals[nodes.IMAGES_BEFORE]) == (6, 5)
+    assert nodes.nothing_left(out, min_images=1).keep
+    assert len(doc.nodes) == 11  # the input is not changed
+
+
+def test_word_repetition_node_and_clean_nodes_untouched():
+    cleanup = node_cleanup(HeuristicsConfig())
+    rep = "the quay the boats the market the quay the boats the market the quay the boats the market today"
+    out = cleanup(_doc(TextNode(PROSE), TextNode(rep)))
+    assert out.signals[nodes.removed_signal(nodes.WORD_REPETITION)] + out.signals[nodes.removed_signal(nodes.CHARACTER_REPETITION)] == 1
+    clean = make_doc("c", PROSE, images=2)
+    assert cleanup(clean).nodes == clean.nodes
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Chocolate chip cookies", "Copyright law changed in 1998 after a long debate.", "He/she/they went home."],
+)
+def test_content_that_only_looks_like_boilerplate_stays(text):
+    assert not nodes.is_boilerplate(text, max_words=30)
+
+
+def test_long_paragraph_mentioning_cookies_is_not_boilerplate():
+    text = PROSE + " This site uses cookies, the bakery says, and sells them by the kilo."
+    assert not nodes.is_boilerplate(text, max_words=30)
