@@ -1,0 +1,324 @@
+"""Image retrieval against a real HTTP server on 127.0.0.1, hostile cases included."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from imagegen import SVG, jpeg, png_bomb
+from mmcurate.filters import reasons
+from mmcurate.pipeline.config import ImagesConfig
+from mmcurate.stages.imaging import STATUS_OK, normalize_image
+from mmcurate.stages.retrieval import ImageFetcher, canonical_url, opted_out, refused_reason
+
+GOOD = jpeg(1)
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    flaky_hits: dict[str, int] = {}
+
+    def log_message(self, *args) -> None:  # quiet
+        pass
+
+    def _send(self, status: int, body: bytes = b"", content_type: str = "image/jpeg", headers: dict | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:
+        self.server.paths.append(self.path)
+        self.server.agents.append(self.headers.get("User-Agent", ""))
+        path = self.path
+        if path == "/robots.txt":
+            return self._send(200, b"User-agent: *\nDisallow: /private/\n", "text/plain")
+        if path in ("/ok.jpg", "/private-ok.jpg"):
+            return self._send(200, GOOD)
+        if path == "/missing.jpg":
+            return self._send(404, b"not here", "text/plain")
+        if path == "/page.html":
+            return self._send(200, b"<html></html>", "text/html")
+        if path == "/corrupt.jpg":
+            return self._send(200, b"\xff\xd8\xff\xe0" + b"\x13" * 500)
+        if path == "/bomb.png":
+            return self._send(200, png_bomb(), "image/png")
+        if path == "/drawing.svg":
+            return self._send(200, SVG, "image/svg+xml")
+        if path == "/huge-declared.jpg":
+            return self._send(200, b"\xff\xd8\xff" + b"\x00" * 200_000)
+        if path == "/huge-streamed.jpg":  # no Content-Length: the limit must hold while streaming
+            self.send_response(200)
+            self.send_header("Content-Type", "image/jpeg")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            for _ in range(100):
+                self.wfile.write(b"\x00" * 10_000)
+            self.close_connection = True
+            return None
+        if path == "/slow.jpg":  # drips one byte at a time, past the deadline
+            self.send_response(200)
+            self.send_header("Content-Type", "image/jpeg")
+            self.send_header("Content-Length", str(len(GOOD)))
+            self.end_headers()
+            try:
+                for i in range(30):
+                    self.wfile.write(GOOD[i : i + 1])
+                    self.wfile.flush()
+                    time.sleep(0.1)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            return None
+        if path == "/loop-a":
+            return self._send(302, headers={"Location": "/loop-b"})
+        if path == "/loop-b":
+            return self._send(302, headers={"Location": "/loop-a"})
+        if path.startswith("/hop"):
+            n = int(path[4:])
+            return self._send(302, headers={"Location": f"/hop{n + 1}"})
+        if path == "/to-ok":
+            return self._send(301, headers={"Location": "/ok.jpg"})
+        if path == "/to-metadata":
+            return self._send(302, headers={"Location": "http://169.254.169.254/latest/meta-data/"})
+        if path == "/to-private-dir":
+            return self._send(302, headers={"Location": "/private/x.jpg"})
+        if path == "/noai.jpg":
+            return self._send(200, GOOD, headers={"X-Robots-Tag": "noai, noimageai"})
+        if path == "/otherbot.jpg":
+            return self._send(200, GOOD, headers={"X-Robots-Tag": "otherbot: noai"})
+        if path == "/flaky.jpg":
+            hits = Handler.flaky_hits[path] = Handler.flaky_hits.get(path, 0) + 1
+            if hits == 1:
+                return self._send(503, b"busy", "text/plain", headers={"Retry-After": "0"})
+            return self._send(200, GOOD)
+        if path == "/always-500.jpg":
+            return self._send(500, b"oops", "text/plain")
+        if path == "/forbidden-status.jpg":
+            return self._send(403, b"no", "text/plain")
+        return self._send(404, b"", "text/plain")
+
+
+class QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request, client_address) -> None:  # clients that hang up on purpose
+        pass
+
+
+@pytest.fixture(scope="module")
+def server():
+    httpd = QuietServer(("127.0.0.1", 0), Handler)
+    httpd.paths = []
+    httpd.agents = []
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield httpd
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def base(server) -> str:
+    return f"http://127.0.0.1:{server.server_address[1]}"
+
+
+CONFIG = ImagesConfig(
+    http=True,
+    allowed_networks=("127.0.0.1/32",),
+    connect_timeout=1.0,
+    read_timeout=1.0,
+    deadline_seconds=1.0,
+    max_bytes=100_000,
+    max_redirects=3,
+    retries=1,
+    backoff_seconds=0.01,
+    user_agent="mmcurate-tests/1 (+mailto:tests@example.org)",
+)
+
+
+def fetch(urls, config=CONFIG):
+    async def run():
+        fetcher = ImageFetcher(config)
+        try:
+            return await fetcher.fetch_all(urls), fetcher
+        finally:
+            await fetcher.close()
+
+    return asyncio.run(run())
+
+
+def reason_of(server, path, config=CONFIG):
+    (result,), _ = fetch([base(server) + path], config)
+    return result.reason
+
+
+def test_success_sends_the_configured_user_agent(server):
+    (result,), fetcher = fetch([base(server) + "/ok.jpg"])
+    assert result.ok and result.payload == GOOD and result.content_type == "image/jpeg"
+    assert server.agents[-1] == CONFIG.user_agent
+    image = normalize_image(result.url, result.payload, CONFIG)
+    assert image.status == STATUS_OK and (image.width, image.height, image.format) == (320, 240, "JPEG")
+
+
+@pytest.mark.parametrize(
+    "path, reason",
+    [
+        ("/missing.jpg", reasons.IMAGE_HTTP_STATUS),
+        ("/forbidden-status.jpg", reasons.IMAGE_HTTP_STATUS),
+        ("/always-500.jpg", reasons.IMAGE_HTTP_STATUS),
+        ("/page.html", reasons.IMAGE_WRONG_CONTENT_TYPE),
+        ("/huge-declared.jpg", reasons.IMAGE_TOO_MANY_BYTES),
+        ("/huge-streamed.jpg", reasons.IMAGE_TOO_MANY_BYTES),
+        ("/slow.jpg", reasons.IMAGE_TIMEOUT),
+        ("/loop-a", reasons.IMAGE_REDIRECT_LOOP),
+        ("/hop0", reasons.IMAGE_TOO_MANY_REDIRECTS),
+        ("/to-metadata", reasons.IMAGE_REFUSED_ADDRESS),
+        ("/private/x.jpg", reasons.IMAGE_ROBOTS_DISALLOWED),
+        ("/to-private-dir", reasons.IMAGE_ROBOTS_DISALLOWED),
+        ("/noai.jpg", reasons.IMAGE_OPTED_OUT),
+    ],
+)
+def test_hostile_and_failing_servers(server, path, reason):
+    started = time.monotonic()
+    assert reason_of(server, path) == reason
+    assert time.monotonic() - started < 3
+
+
+def test_a_500_is_retried_then_given_up_a_503_retried_into_success(server):
+    before = len(server.paths)
+    (result,), _ = fetch([base(server) + "/always-500.jpg"])
+    assert result.value == 500 and result.attempts == 2
+    assert server.paths[before:].count("/always-500.jpg") == 2
+    (result,), _ = fetch([base(server) + "/flaky.jpg"])
+    assert result.ok and result.attempts == 2
+
+
+def test_a_404_is_not_retried(server):
+    (result,), _ = fetch([base(server) + "/missing.jpg"])
+    assert result.attempts == 1 and result.value == 404
+
+
+def test_redirect_followed_and_every_hop_checked(server):
+    (result,), _ = fetch([base(server) + "/to-ok"])
+    assert result.ok and result.redirects == 1 and result.final_url.endswith("/ok.jpg")
+
+
+def test_an_opt_out_for_another_agent_does_not_apply(server):
+    (result,), _ = fetch([base(server) + "/otherbot.jpg"])
+    assert result.ok
+
+
+def test_loopback_is_refused_without_the_allowlist(server):
+    config = CONFIG.model_copy(update={"allowed_networks": ()})
+    before = len(server.paths)
+    assert reason_of(server, "/ok.jpg", config) == reasons.IMAGE_REFUSED_ADDRESS
+    assert len(server.paths) == before  # nothing was sent
+
+
+def test_robots_txt_is_fetched_once_per_host(server):
+    before = len(server.paths)
+    results, _ = fetch([base(server) + p for p in ("/ok.jpg", "/otherbot.jpg", "/private/a.jpg", "/private/b.jpg")])
+    assert [r.ok for r in results] == [True, True, False, False]
+    assert server.paths[before:].count("/robots.txt") == 1
+
+
+def test_connection_refused_is_data_not_an_exception():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed once the block ends: nothing listens there
+    (result,), _ = fetch([f"http://127.0.0.1:{port}/x.jpg"])
+    assert not result.ok
+    # robots.txt unreachable means complete disallow (RFC 9309 2.3.1.4)
+    assert result.reason == reasons.IMAGE_ROBOTS_DISALLOWED
+    config = CONFIG.model_copy(update={"respect_robots": False})
+    (result,), _ = fetch([f"http://127.0.0.1:{port}/x.jpg"], config)
+    assert result.reason == reasons.IMAGE_CONNECTION_FAILED
+
+
+def test_unsupported_scheme():
+    (result,), _ = fetch(["ftp://127.0.0.1/x.jpg"])
+    assert result.reason == reasons.IMAGE_UNSUPPORTED_SCHEME
+
+
+@pytest.mark.parametrize(
+    "path, reason",
+    [
+        ("/corrupt.jpg", reasons.IMAGE_UNDECODABLE),
+        ("/bomb.png", reasons.IMAGE_DECOMPRESSION_BOMB),
+        ("/drawing.svg", reasons.IMAGE_SVG),
+    ],
+)
+def test_fetched_but_refused_when_decoded(server, path, reason):
+    (result,), _ = fetch([base(server) + path])
+    assert result.ok
+    assert normalize_image(result.url, result.payload, CONFIG).reason == reason
+
+
+def test_dns_answers_are_cached():
+    async def run():
+        fetcher = ImageFetcher(CONFIG.model_copy(update={"respect_robots": False}))
+        await fetcher.resolver.resolve("localhost", 80)
+        await fetcher.resolver.resolve("localhost", 80)
+        await fetcher.close()
+        return fetcher.resolver.lookups
+
+    assert asyncio.run(run()) == 1
+
+
+@pytest.mark.parametrize(
+    "a, b",
+    [
+        ("HTTP://Books.ToScrape.com:80/media/a.jpg", "http://books.toscrape.com/media/a.jpg"),
+        ("https://example.org:443/a%2djpg?x=%7e#frag", "https://example.org/a-jpg?x=~"),
+        ("http://example.org/caf%c3%a9.jpg", "http://example.org/café.jpg"),
+        ("http://example.org/a b.jpg", "http://example.org/a%20b.jpg"),
+        ("http://example.org", "http://example.org/"),
+        ("http://example.org:8080/x", "http://example.org:8080/x"),
+        ("http://bücher.example/x.jpg", "http://xn--bcher-kva.example/x.jpg"),
+    ],
+)
+def test_canonical_url(a, b):
+    assert canonical_url(a) == canonical_url(b)
+
+
+def test_non_default_ports_and_paths_stay_distinct():
+    assert canonical_url("http://example.org:8080/x") != canonical_url("http://example.org/x")
+    assert canonical_url("http://example.org/a%2Fb") != canonical_url("http://example.org/a/b")
+
+
+@pytest.mark.parametrize(
+    "values, expected",
+    [
+        (["noai, noimageai"], "noai"),
+        (["NoImageAI"], "noimageai"),
+        (["otherbot: noai"], ""),
+        (["mmcurate: noindex"], "noindex"),
+        (["nofollow", "noarchive"], ""),
+        (["unavailable_after: 25 Jun 2010 15:00:00 PST"], ""),
+    ],
+)
+def test_x_robots_tag(values, expected):
+    assert opted_out(values, "mmcurate", CONFIG.opt_out_directives) == expected
+
+
+@pytest.mark.parametrize(
+    "address, refused",
+    [
+        ("127.0.0.1", "loopback"),
+        ("10.1.2.3", "private"),
+        ("169.254.169.254", "private"),
+        ("224.0.0.1", "multicast"),
+        ("::1", "loopback"),
+        ("::ffff:192.168.0.1", "private"),
+        ("0.0.0.0", "private"),
+        ("93.184.216.34", ""),
+    ],
+)
+def test_refused_addresses(address, refused):
+    assert refused_reason(address, []) == refused
