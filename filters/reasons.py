@@ -72,6 +72,42 @@ OBELICS_SPECIAL_CHARACTERS = "obelics.special_characters"
 OBELICS_CHARACTER_REPETITION = "obelics.character_repetition"
 OBELICS_WORD_REPETITION = "obelics.word_repetition"
 
+# image: retrieval failed (stage: images, subject image; stages/retrieval.py)
+IMAGE_NOT_CAPTURED = "image.not_captured"
+IMAGE_UNSUPPORTED_SCHEME = "image.unsupported_scheme"
+IMAGE_REFUSED_ADDRESS = "image.refused_address"
+IMAGE_ROBOTS_DISALLOWED = "image.robots_disallowed"
+IMAGE_OPTED_OUT = "image.opted_out"
+IMAGE_HTTP_STATUS = "image.http_status"
+IMAGE_TIMEOUT = "image.timeout"
+IMAGE_CONNECTION_FAILED = "image.connection_failed"
+IMAGE_TOO_MANY_BYTES = "image.too_many_bytes"
+IMAGE_WRONG_CONTENT_TYPE = "image.wrong_content_type"
+IMAGE_REDIRECT_LOOP = "image.redirect_loop"
+IMAGE_TOO_MANY_REDIRECTS = "image.too_many_redirects"
+
+# image: decoding and validation (stage: images, subject image; filters/images.py)
+IMAGE_NOT_AN_IMAGE = "image.not_an_image"
+IMAGE_UNDECODABLE = "image.undecodable"
+IMAGE_DECOMPRESSION_BOMB = "image.decompression_bomb"
+IMAGE_SVG = "image.svg"
+IMAGE_ANIMATED = "image.animated"
+IMAGE_FORMAT_NOT_ALLOWED = "image.format_not_allowed"
+IMAGE_TOO_SMALL = "image.too_small"
+IMAGE_TOO_LARGE = "image.too_large"
+IMAGE_ASPECT_RATIO = "image.aspect_ratio"
+
+# image: corpus-wide dedup (stage: images, subject image; stages/images.py)
+IMAGE_TOO_FREQUENT = "image.too_frequent"
+IMAGE_DUPLICATE_IN_DOCUMENT = "image.duplicate_in_document"
+
+# image: document rules after retrieval (stage: images, subject page; filters/images.py)
+IMAGE_DOCUMENT_NO_IMAGES = "image.document_no_images"
+IMAGE_DOCUMENT_TOO_FEW = "image.document_too_few"
+IMAGE_DOCUMENT_TOO_MANY = "image.document_too_many"
+IMAGE_DOCUMENT_TOO_FEW_WORDS_PER_IMAGE = "image.document_too_few_words_per_image"
+IMAGE_DOCUMENT_DUPLICATE_SET = "image.document_duplicate_set"
+
 ALL_REASONS = frozenset(
     {
         HTTP_STATUS_NOT_OK,
@@ -119,5 +155,33 @@ ALL_REASONS = frozenset(
         OBELICS_SPECIAL_CHARACTERS,
         OBELICS_CHARACTER_REPETITION,
         OBELICS_WORD_REPETITION,
+        IMAGE_NOT_CAPTURED,
+        IMAGE_UNSUPPORTED_SCHEME,
+        IMAGE_REFUSED_ADDRESS,
+        IMAGE_ROBOTS_DISALLOWED,
+        IMAGE_OPTED_OUT,
+        IMAGE_HTTP_STATUS,
+        IMAGE_TIMEOUT,
+        IMAGE_CONNECTION_FAILED,
+        IMAGE_TOO_MANY_BYTES,
+        IMAGE_WRONG_CONTENT_TYPE,
+        IMAGE_REDIRECT_LOOP,
+        IMAGE_TOO_MANY_REDIRECTS,
+        IMAGE_NOT_AN_IMAGE,
+        IMAGE_UNDECODABLE,
+        IMAGE_DECOMPRESSION_BOMB,
+        IMAGE_SVG,
+        IMAGE_ANIMATED,
+        IMAGE_FORMAT_NOT_ALLOWED,
+        IMAGE_TOO_SMALL,
+        IMAGE_TOO_LARGE,
+        IMAGE_ASPECT_RATIO,
+        IMAGE_TOO_FREQUENT,
+        IMAGE_DUPLICATE_IN_DOCUMENT,
+        IMAGE_DOCUMENT_NO_IMAGES,
+        IMAGE_DOCUMENT_TOO_FEW,
+        IMAGE_DOCUMENT_TOO_MANY,
+        IMAGE_DOCUMENT_TOO_FEW_WORDS_PER_IMAGE,
+        IMAGE_DOCUMENT_DUPLICATE_SET,
     }
 )

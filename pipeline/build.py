@@ -10,6 +10,7 @@ from mmcurate.pipeline.config import Config
 from mmcurate.stages.dedup import DedupDocuments
 from mmcurate.stages.extract import ExtractDocuments
 from mmcurate.stages.heuristics import ApplyTextHeuristics
+from mmcurate.stages.images import CurateImages
 from mmcurate.stages.read import ReadWarc
 from mmcurate.stages.write import WriteCorpus
 
@@ -18,7 +19,12 @@ from mmcurate.stages.write import WriteCorpus
 _FILTER_STAGES = {
     "heuristics": lambda config: ApplyTextHeuristics(config.heuristics),
     "dedup": lambda config: DedupDocuments(config.dedup),
+    # Also takes the image payloads the read stage set aside (see _TAKES_READ).
+    "images": lambda config, read: CurateImages(config.images, read.images),
 }
+
+# Stages built from (config, read result) instead of config alone.
+_TAKES_READ = frozenset({"images"})
 
 
 def build_pipeline(pipeline: beam.Pipeline, inputs: Sequence[str], output_dir: str, config: Config) -> None:
@@ -27,9 +33,17 @@ def build_pipeline(pipeline: beam.Pipeline, inputs: Sequence[str], output_dir: s
     extracted = read.pages | "Extract" >> ExtractDocuments(config.extract)
     decisions = [read.rejected, read.errors, extracted.rejected, extracted.errors]
     docs = extracted.kept
+    image_rows = []
     for stage in config.run.stages:
-        result = docs | stage.capitalize() >> _FILTER_STAGES[stage](config)
+        make = _FILTER_STAGES[stage]
+        transform = make(config, read) if stage in _TAKES_READ else make(config)
+        result = docs | stage.capitalize() >> transform
         docs = result.kept
         decisions += [result.rejected, result.errors]
+        if stage == "images":
+            image_rows.append(result.images)
     all_decisions = decisions | "AllDecisions" >> beam.Flatten()
-    _ = (docs, all_decisions) | "Write" >> WriteCorpus(output_dir, config.write)
+    if not image_rows:
+        image_rows.append(pipeline | "NoImageRows" >> beam.Create([]))
+    images = image_rows | "AllImageRows" >> beam.Flatten()
+    _ = (docs, all_decisions, images) | "Write" >> WriteCorpus(output_dir, config.write)

@@ -23,7 +23,11 @@ ALWAYS_ON = ("read", "extract", "write")
 FILTER_STAGES = tuple(s for s in STAGE_NAMES if s not in ALWAYS_ON)
 # Filtering stages this version implements; the others are named by the contract
 # but not built yet, and asking for them is an error rather than a silent no-op.
-IMPLEMENTED_FILTER_STAGES = ("heuristics", "dedup")
+IMPLEMENTED_FILTER_STAGES = ("heuristics", "dedup", "images")
+# Implemented stages that run only when --stages (or run.stages) names them.
+# `images` is opt-in: it fetches and decodes every image a document references,
+# the costliest step of the funnel (and over HTTP when images.http is on).
+OPT_IN_STAGES = ("images",)
 
 
 class ConfigError(ValueError):
@@ -268,6 +272,95 @@ class DedupConfig(_Section):
         return rows
 
 
+class ImagesConfig(_Section):
+    """Stage `images`: retrieval, validation, normalisation, dedup, document rules."""
+
+    # -- retrieval -------------------------------------------------------------------
+    # Images captured in the input WARCs are always used; images.http fetches the
+    # others over HTTP. Off by default: a run stays offline unless asked.
+    http: bool = False
+    # Sent with every request; say who you are and how to reach you.
+    user_agent: str = "mmcurate/0.1 (image-text corpus curation; honours robots.txt and X-Robots-Tag noai)"
+    # The product token matched against robots.txt groups and X-Robots-Tag prefixes.
+    robots_token: str = "mmcurate"
+    respect_robots: bool = True
+    # X-Robots-Tag directives that exclude an image, checked before its body is read:
+    # img2dataset's default --disallowed_header_directives.
+    opt_out_directives: tuple[str, ...] = ("noai", "noimageai", "noindex", "noimageindex")
+    concurrency: int = Field(default=64, gt=0)  # requests in flight per worker
+    per_host_concurrency: int = Field(default=4, gt=0)  # requests in flight per host per worker
+    batch_size: int = Field(default=256, gt=0)  # URLs one DoFn call fetches concurrently
+    connect_timeout: float = Field(default=5.0, gt=0)
+    read_timeout: float = Field(default=10.0, gt=0)  # between two reads of the socket
+    deadline_seconds: float = Field(default=30.0, gt=0)  # per image: redirects, retries and body
+    max_bytes: int = Field(default=10 * 1024 * 1024, gt=0)  # enforced while streaming
+    max_redirects: int = Field(default=5, ge=0)  # RFC 9309 asks robots.txt readers for at least 5
+    retries: int = Field(default=2, ge=0)  # extra attempts after a 429 or 5xx only
+    backoff_seconds: float = Field(default=0.5, ge=0)  # doubled after each retry
+    dns_cache_seconds: float = Field(default=300.0, ge=0)
+    # Addresses that are never fetched unless listed here (CIDR): loopback, private,
+    # link-local, multicast, reserved and unspecified (SSRF guard, after each redirect).
+    allowed_networks: tuple[str, ...] = ()
+
+    # -- decoding and validation ------------------------------------------------------
+    # Pillow's own MAX_IMAGE_PIXELS (about 89.5 Mpx): larger images are refused before decoding.
+    max_pixels: int = Field(default=89_478_485, gt=0)
+    # OBELICS (Laurencon et al. 2023, sec. 4): keep images whose sides are both
+    # between 150 and 20,000 px and whose aspect ratio is at most 2; MMC4 (Zhu et al.
+    # 2023) also uses 150 px and an aspect ratio within 0.5-2.
+    min_side: int = Field(default=150, ge=1)
+    max_side: int = Field(default=20_000, ge=1)
+    max_aspect_ratio: float = Field(default=2.0, ge=1.0)
+    formats: tuple[str, ...] = ("JPEG", "PNG", "WEBP", "GIF")
+    # Multi-frame images (animated GIF/PNG/WebP): "first_frame" stores the first frame
+    # re-encoded as PNG, "keep" stores the original bytes, "reject" drops them.
+    animated: Literal["first_frame", "keep", "reject"] = "first_frame"
+    # SVG is not rasterised: "reject" drops it, "keep_url" leaves the node in the
+    # document with its URL and no image_id (it then counts as no image).
+    svg: Literal["reject", "keep_url"] = "reject"
+    # Resize so that the longer side is at most this (0: keep the size), then re-encode.
+    resize_max_side: int = Field(default=0, ge=0)
+    # Stored encoding: "original" keeps the bytes unless resized or a first frame.
+    reencode: Literal["original", "JPEG", "PNG", "WEBP"] = "original"
+    quality: int = Field(default=90, ge=1, le=100)  # JPEG/WebP quality when re-encoding
+    # The images table holds the bytes, or a path under image_dir (any Beam filesystem).
+    store: Literal["bytes", "path"] = "bytes"
+    image_dir: str = ""
+
+    # -- corpus-wide dedup ------------------------------------------------------------
+    # An image (with its near-duplicates) used by more than this many documents is
+    # removed from all of them: logos, icons, ads. OBELICS uses 10. 0: off.
+    max_doc_frequency: int = Field(default=10, ge=0)
+    # Perceptual near-duplicates: 64-bit pHash within this Hamming distance (MMC4: 5).
+    # -1: off.
+    phash_max_distance: int = Field(default=5, ge=-1, le=31)
+    # Reject a document whose set of images another (earlier) document has.
+    dedup_image_sets: bool = True
+
+    # -- document rules after retrieval ---------------------------------------------
+    min_images: int = Field(default=1, ge=0)
+    # OBELICS (sec. 4) drops documents with more than 30 images. 0: no upper bound.
+    max_images: int = Field(default=30, ge=0)
+    # Words of text per retrieved image; 0 turns the rule off (no published default).
+    min_words_per_image: float = Field(default=0.0, ge=0)
+    # A document left with no image: "reject" it, or keep it as text only.
+    no_images: Literal["reject", "keep_text_only"] = "reject"
+
+    @field_validator("allowed_networks")
+    @classmethod
+    def _networks(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        import ipaddress
+
+        for net in value:
+            ipaddress.ip_network(net, strict=False)  # ValueError names the bad entry
+        return value
+
+    @field_validator("formats")
+    @classmethod
+    def _upper(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(f.upper() for f in value)
+
+
 class WriteConfig(_Section):
     # 0 lets the runner choose the number of shards per table.
     num_shards: int = Field(default=0, ge=0)
@@ -277,7 +370,7 @@ class WriteConfig(_Section):
 
 class RunConfig(_Section):
     # Filtering stages to run; read, extract and write always run.
-    stages: tuple[str, ...] = IMPLEMENTED_FILTER_STAGES
+    stages: tuple[str, ...] = tuple(s for s in IMPLEMENTED_FILTER_STAGES if s not in OPT_IN_STAGES)
 
     @field_validator("stages", mode="before")
     @classmethod
@@ -309,6 +402,7 @@ class Config(_Section):
     extract: ExtractConfig = ExtractConfig()
     heuristics: HeuristicsConfig = HeuristicsConfig()
     dedup: DedupConfig = DedupConfig()
+    images: ImagesConfig = ImagesConfig()
     write: WriteConfig = WriteConfig()
 
     def enabled(self, stage: str) -> bool:

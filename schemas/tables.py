@@ -18,13 +18,14 @@ import pyarrow as pa
 
 from mmcurate.schemas.document import Decision, Document, ImageNode, Provenance, TextNode
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"  # 2: the images table
 SCHEMA_VERSION_KEY = b"mmcurate.schema_version"
 TABLE_KEY = b"mmcurate.table"
 
 DOCUMENTS = "documents"
 DECISIONS = "decisions"
-TABLES = (DOCUMENTS, DECISIONS)
+IMAGES = "images"
+TABLES = (DOCUMENTS, DECISIONS, IMAGES)
 
 SIGNALS_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.float64())]))
 METADATA_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.string())]))
@@ -100,7 +101,38 @@ DECISIONS_SCHEMA = _with_metadata(
     DECISIONS,
 )
 
-SCHEMAS = {DOCUMENTS: DOCUMENTS_SCHEMA, DECISIONS: DECISIONS_SCHEMA}
+# One row per retrieved image (keyed by image_id, the sha256 of the stored bytes,
+# with every URL it was found at), and one row per URL whose retrieval failed or
+# whose image was rejected (image_id null unless the bytes were decoded). `status`:
+# ok, failed (not retrieved), rejected (retrieved, then refused by a rule) or
+# skipped (kept in documents by URL only, e.g. SVG under images.svg=keep_url).
+# Provenance columns name the WARC record of a captured image (empty for HTTP).
+IMAGES_SCHEMA = _with_metadata(
+    [
+        pa.field("image_id", pa.string()),
+        pa.field("urls", pa.list_(pa.string())),
+        pa.field("status", pa.string()),
+        pa.field("reason", pa.string()),
+        pa.field("detail", pa.string()),
+        pa.field("source", pa.string()),  # "warc" or "http"
+        pa.field("content_type", pa.string()),
+        pa.field("format", pa.string()),
+        pa.field("width", pa.int32()),
+        pa.field("height", pa.int32()),
+        pa.field("num_bytes", pa.int64()),
+        pa.field("phash", pa.string()),
+        # The near-duplicate this image was merged with (null: none).
+        pa.field("duplicate_of", pa.string()),
+        # Documents of this run using this image or one of its near-duplicates.
+        pa.field("doc_frequency", pa.int32()),
+        pa.field("bytes", pa.binary()),  # images.store=bytes
+        pa.field("path", pa.string()),  # images.store=path
+        *PROVENANCE_FIELDS,
+    ],
+    IMAGES,
+)
+
+SCHEMAS = {DOCUMENTS: DOCUMENTS_SCHEMA, DECISIONS: DECISIONS_SCHEMA, IMAGES: IMAGES_SCHEMA}
 
 
 def _entries(mapping: Mapping[str, Any], cast) -> list[dict[str, Any]]:

@@ -14,7 +14,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from mmcurate.pipeline.config import WriteConfig
-from mmcurate.schemas.tables import DECISIONS, DOCUMENTS, SCHEMAS, decision_to_row, document_to_row
+from mmcurate.schemas.tables import DECISIONS, DOCUMENTS, IMAGES, SCHEMAS, decision_to_row, document_to_row
 
 STAGE = "write"
 
@@ -45,7 +45,9 @@ class WriteTable(beam.PTransform):
 
 
 class WriteCorpus(beam.PTransform):
-    """Kept documents and decision rows to their tables under ``directory``."""
+    """Kept documents, decision rows and (optionally) images-table rows to their
+    tables under ``directory``: ``(documents, decisions[, image_rows]) | WriteCorpus(...)``.
+    The images table is written (possibly empty) either way."""
 
     def __init__(self, directory: str, config: WriteConfig, label: str | None = None):
         super().__init__(label)
@@ -53,7 +55,8 @@ class WriteCorpus(beam.PTransform):
         self._config = config
 
     def expand(self, pcolls: tuple[beam.PCollection, beam.PCollection]) -> dict[str, beam.PCollection]:
-        documents, decisions = pcolls
+        documents, decisions, *rest = pcolls
+        image_rows = rest[0] if rest else documents.pipeline | "NoImageRows" >> beam.Create([])
         return {
             DOCUMENTS: documents
             | "DocumentRows" >> beam.Map(document_to_row)
@@ -61,4 +64,5 @@ class WriteCorpus(beam.PTransform):
             DECISIONS: decisions
             | "DecisionRows" >> beam.Map(decision_to_row)
             | "WriteDecisions" >> WriteTable(self._directory, DECISIONS, self._config),
+            IMAGES: image_rows | "WriteImages" >> WriteTable(self._directory, IMAGES, self._config),
         }
