@@ -1,0 +1,74 @@
+"""MinHash shingles, signatures (bit-identical to datasketch), band keys, thresholds."""
+
+import numpy as np
+import pytest
+from datasketch import MinHash
+
+from docfactory import PROSE
+from mmcurate.filters import minhash
+
+
+def test_word_shingles_are_folded_five_grams():
+    assert minhash.shingles("The Cat, sat on the MAT today!", 5, 5, 0.5) == [
+        "the cat sat on the",
+        "cat sat on the mat",
+        "sat on the mat today",
+    ]
+
+
+def test_short_text_is_one_shingle_and_empty_text_none():
+    assert minhash.shingles("Two words.", 5, 5, 0.5) == ["two words"]
+    assert minhash.shingles(" ... ", 5, 5, 0.5) == []
+
+
+def test_unspaced_script_is_shingled_by_characters():
+    text = "日本語の文章です。"
+    assert minhash.shingles(text, 5, 3, 0.5)[:2] == ["日 本 語", "本 語 の"]
+    # Mostly Latin text keeps word n-grams even with a few CJK characters.
+    assert minhash.shingles("one two three four 東", 2, 3, 0.5)[0] == "one two"
+
+
+@pytest.mark.parametrize("num_perm,seed", [(128, 1), (64, 42)])
+def test_signature_is_bit_identical_to_datasketch(num_perm, seed):
+    items = minhash.shingles(PROSE, 5, 5, 0.5)
+    m = MinHash(num_perm=num_perm, seed=seed)
+    m.update_batch([s.encode("utf-8") for s in items])
+    ours = minhash.MinHasher(num_perm, seed).signature(minhash.shingle_hashes(items, "sha1"))
+    assert ours.dtype == np.uint32
+    assert np.array_equal(ours, m.hashvalues.astype(np.uint32))
+
+
+def test_estimate_tracks_the_true_jaccard():
+    words = PROSE.split() * 3
+    a = minhash.shingle_hashes(minhash.shingles(" ".join(words), 5, 5, 0.5))
+    b = minhash.shingle_hashes(minhash.shingles(" ".join(words[:60] + ["new"] * 5 + words[60:]), 5, 5, 0.5))
+    true = minhash.jaccard(a, b)
+    h = minhash.MinHasher(256, 1)
+    assert abs(minhash.estimate_jaccard(h.signature(a), h.signature(b)) - true) < 0.1
+    assert minhash.jaccard(a, a) == 1.0
+
+
+def test_band_keys_name_the_band_and_match_only_equal_bands():
+    h = minhash.MinHasher(128, 1)
+    sig = h.signature(minhash.shingle_hashes(["a", "b", "c"]))
+    keys = minhash.band_keys(sig, 9, 13)
+    assert len(keys) == 9 and keys[0].startswith("0:") and keys[8].startswith("8:")
+    other = sig.copy()
+    other[13] ^= 1  # band 1 differs
+    k2 = minhash.band_keys(other, 9, 13)
+    assert [x == y for x, y in zip(keys, k2)] == [True, False] + [True] * 7
+    assert np.array_equal(minhash.from_bytes(minhash.to_bytes(sig)), sig)
+
+
+def test_threshold_is_the_midpoint_of_the_s_curve():
+    t = minhash.lsh_threshold(9, 13)
+    assert t == pytest.approx(0.819, abs=1e-3)
+    assert minhash.candidate_probability(t, 9, 13) == pytest.approx(0.5)
+    assert minhash.candidate_probability(0.5, 9, 13) < 0.002
+    assert minhash.candidate_probability(0.95, 9, 13) > 0.99
+
+
+def test_crc32_hashes_differ_from_sha1_but_are_deterministic():
+    items = ["a b c", "d e f"]
+    assert np.array_equal(minhash.shingle_hashes(items, "crc32"), minhash.shingle_hashes(items, "crc32"))
+    assert not np.array_equal(minhash.shingle_hashes(items, "crc32"), minhash.shingle_hashes(items, "sha1"))
