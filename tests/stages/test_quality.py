@@ -1,0 +1,204 @@
+import dataclasses
+from typing import Any, Mapping
+
+import apache_beam as beam
+import numpy as np
+import pytest
+from apache_beam.ml.inference.base import ModelHandler
+from apache_beam.testing.test_pipeline import TestPipeline
+from apache_beam.testing.util import assert_that, equal_to
+
+from docfactory import PROSE, make_doc
+from mmcurate.filters import implicit, reasons
+from mmcurate.filters.mt_page import NOTICE
+from mmcurate.pipeline.config import QualityConfig
+from mmcurate.stages.quality import (
+    FastTextModelHandler,
+    ScoreQuality,
+    default_model_path,
+    model_paths,
+)
+
+SCORES = {  # doc_id: (quality_score, mt_score, llm_score) the fake scorer gives
+    "good": (0.9, 0.1, 0.1),
+    "notice": (0.9, 0.1, 0.1),
+    "fanout": (0.9, 0.1, 0.1),
+    "chatbot": (0.9, 0.1, 0.1),
+    "poor": (0.2, 0.1, 0.1),
+    "translated": (0.9, 0.95, 0.1),
+    "generated": (0.9, 0.1, 0.95),
+    "a": (0.9, 0.1, 0.1),
+    "b": (0.9, 0.1, 0.1),
+    "c": (0.9, 0.1, 0.1),
+}
+
+
+class FakeModels(dict):
+    """Beam's model cache holds models by weak reference: a dict subclass allows one."""
+
+
+class FakeScorer(ModelHandler):
+    """Gives each document the scores listed in SCORES (the stage logic, not a model)."""
+
+    def load_model(self) -> dict:
+        return FakeModels(SCORES)
+
+    def run_inference(self, batch, model, inference_args=None):
+        for doc in batch:
+            q, mt, llm = model[doc.doc_id]
+            yield doc.with_signals({"quality_score": q, "mt_score": mt, "llm_score": llm})
+
+    def batch_elements_kwargs(self) -> Mapping[str, Any]:
+        return {"max_batch_size": 4}
+
+
+def _docs():
+    hreflang = tuple((lang, f"https://example.org/{lang}/") for lang in "en de fr es it pt nl pl sv ja".split())
+    chatbot = make_doc("chatbot", [PROSE, "As an AI language model, I cannot give medical advice."], images=1)
+    return [
+        make_doc("good", PROSE, images=1),
+        make_doc("notice", PROSE, images=1).with_signals({NOTICE: 1.0}),
+        dataclasses.replace(make_doc("fanout", PROSE, images=1), hreflang=hreflang),
+        chatbot,
+        make_doc("poor", PROSE, images=1),
+        make_doc("translated", PROSE, images=1),
+        make_doc("generated", PROSE, images=1),
+    ]
+
+
+CONFIG = QualityConfig(
+    min_score=0.5,
+    mt={"max_score": 0.9},
+    llm={"max_score": 0.9},
+)
+
+
+def _counters(run, namespace="quality"):
+    """The stage's counters summed over steps, as the run manifest sums them."""
+    totals: dict[str, int] = {}
+    for c in run.metrics().query()["counters"]:
+        if c.key.metric.namespace == namespace and c.key.metric.name != "micros":
+            totals[c.key.metric.name] = totals.get(c.key.metric.name, 0) + c.committed
+    return totals
+
+
+def test_each_detector_rejects_with_its_reason_and_counters_equal_rows():
+    p = TestPipeline()
+    result = p | beam.Create(_docs()) | ScoreQuality(CONFIG, scorer=FakeScorer())
+    assert_that(result.kept | "Kept" >> beam.Map(lambda d: d.doc_id), equal_to(["good"]), label="kept")
+    assert_that(
+        result.rejected | "Reasons" >> beam.Map(lambda r: (r.doc_id, r.stage, r.reason)),
+        equal_to(
+            [
+                ("notice", "quality", reasons.MT_NOTICE),
+                ("fanout", "quality", reasons.MT_HREFLANG_FANOUT),
+                ("chatbot", "quality", reasons.LLM_TEMPLATE_PHRASE),
+                ("poor", "quality", reasons.QUALITY_LOW_SCORE),
+                ("translated", "quality", reasons.MT_HIGH_SCORE),
+                ("generated", "quality", reasons.LLM_HIGH_SCORE),
+            ]
+        ),
+        label="rejected",
+    )
+    # The score signals are a contract: on decision rows as on kept documents.
+    assert_that(
+        result.rejected | "Scores" >> beam.Map(lambda r: sorted(k for k in r.signals if k.endswith("_score"))),
+        equal_to([["llm_score", "mt_score", "quality_score"]] * 6),
+        label="row-signals",
+    )
+    assert_that(result.errors, equal_to([]), label="errors")
+    run = p.run()
+    run.wait_until_finish()
+    assert _counters(run) == {
+        "kept": 1,
+        f"rejected.{reasons.MT_NOTICE}": 1,
+        f"rejected.{reasons.MT_HREFLANG_FANOUT}": 1,
+        f"rejected.{reasons.LLM_TEMPLATE_PHRASE}": 1,
+        f"rejected.{reasons.QUALITY_LOW_SCORE}": 1,
+        f"rejected.{reasons.MT_HIGH_SCORE}": 1,
+        f"rejected.{reasons.LLM_HIGH_SCORE}": 1,
+    }
+
+
+def test_disabled_detectors_keep_what_they_would_reject():
+    config = QualityConfig(mt={"enabled": False}, llm={"enabled": False})
+    p = TestPipeline()
+    result = p | beam.Create(_docs()) | ScoreQuality(config, scorer=FakeScorer())
+    assert_that(result.kept | beam.Map(lambda d: d.doc_id), equal_to([d.doc_id for d in _docs()]))
+    p.run().wait_until_finish()
+
+
+def test_site_aggregation_rejects_every_page_of_a_generated_site():
+    site = [make_doc(f"s{i}", PROSE, images=1, url=f"https://www.farm.example/{i}") for i in range(3)]
+    other = make_doc("o", PROSE, images=1, url="https://other.example/a")
+    scores = {"s0": (0.9, 0.1, 0.9), "s1": (0.9, 0.1, 0.7), "s2": (0.9, 0.1, 0.5), "o": (0.9, 0.1, 0.9)}
+
+    class SiteScorer(FakeScorer):
+        def load_model(self):
+            return FakeModels(scores)
+
+    config = QualityConfig(llm={"site": True, "site_max_score": 0.6, "site_min_docs": 3})
+    p = TestPipeline()
+    result = p | beam.Create(site + [other]) | ScoreQuality(config, scorer=SiteScorer())
+    assert_that(result.kept | "Kept" >> beam.Map(lambda d: (d.doc_id, d.signals[implicit.SITE_DOCS])), equal_to([("o", 1.0)]), label="kept")
+    assert_that(
+        result.rejected | "Rows" >> beam.Map(lambda r: (r.doc_id, r.reason, round(r.value, 3))),
+        equal_to([(f"s{i}", reasons.LLM_SITE_HIGH_SCORE, 0.7) for i in range(3)]),
+        label="rejected",
+    )
+    p.run().wait_until_finish()
+
+
+class FakeEmbedder(ModelHandler):
+    """Unit vectors by doc_id: 'a' and its paraphrase 'b' nearly parallel, 'c' orthogonal."""
+
+    def load_model(self):
+        return FakeModels()
+
+    def run_inference(self, batch, model, inference_args=None):
+        from mmcurate.stages.quality import capture_rank
+
+        base = {"a": [1.0, 0.0, 0.0], "b": [0.98, 0.2, 0.0], "c": [0.0, 0.0, 1.0]}
+        for doc in batch:
+            v = np.asarray(base[doc.doc_id], dtype=np.float32)
+            yield doc.doc_id, capture_rank(doc), v / np.linalg.norm(v)
+
+
+def test_rewrites_keep_the_earliest_capture_and_counters_stay_equal_to_rows():
+    docs = [
+        make_doc("b", PROSE, images=1, date="2024-03-01T00:00:00Z"),
+        make_doc("a", PROSE, images=1, date="2024-01-01T00:00:00Z"),
+        make_doc("c", PROSE, images=1),
+    ]
+    config = QualityConfig(rewrite={"enabled": True, "threshold": 0.95, "bands": 8, "rows": 4})
+    p = TestPipeline()
+    result = p | beam.Create(docs) | ScoreQuality(config, scorer=FakeScorer(), embedder=FakeEmbedder())
+    assert_that(result.kept | "Kept" >> beam.Map(lambda d: d.doc_id), equal_to(["a", "c"]), label="kept")
+    assert_that(
+        result.rejected | "Rows" >> beam.Map(lambda r: (r.doc_id, r.reason, r.detail)),
+        equal_to([("b", reasons.REWRITE_NEAR_DUPLICATE, "survivor=a")]),
+        label="rejected",
+    )
+    run = p.run()
+    run.wait_until_finish()
+    assert _counters(run) == {"kept": 2, f"rejected.{reasons.REWRITE_NEAR_DUPLICATE}": 1}
+
+
+def test_shipped_models_load_and_score_offline():
+    paths = model_paths(QualityConfig())
+    assert set(paths) == {"quality", "mt", "llm"}
+    for kind in paths:
+        assert default_model_path(kind).stat().st_size < 5_000_000
+    handler = FastTextModelHandler(paths, batch_size=8)
+    models = handler.load_model()
+    docs = [make_doc("a", PROSE), make_doc("b", "Le port au bout de la vallée fut construit au XVIIIe siècle.")]
+    scored = list(handler.run_inference(docs, models))
+    for doc in scored:
+        for name in ("quality_score", "mt_score", "llm_score"):
+            assert 0.0 <= doc.signals[name] <= 1.0
+    assert list(handler.run_inference(docs, models)) == scored  # deterministic
+
+
+def test_missing_model_fails_before_the_pipeline_runs(tmp_path):
+    with pytest.raises(FileNotFoundError, match="quality: mt model not found"):
+        ScoreQuality(QualityConfig(mt={"model_path": str(tmp_path / "none.bin")}))
