@@ -362,6 +362,13 @@ class ImagesConfig(_Section):
     def _upper(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(f.upper() for f in value)
 
+    @field_validator("image_dir")
+    @classmethod
+    def _dir_for_paths(cls, value: str, info) -> str:
+        if info.data.get("store") == "path" and not value:
+            raise ValueError("images.store=path needs images.image_dir")
+        return value
+
 
 class QualityMtConfig(_Section):
     """Machine-translated text (filters/implicit.py, filters/mt_page.py)."""
