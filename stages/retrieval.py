@@ -312,8 +312,7 @@ class ImageFetcher:
         self._ensure_session()
         state = {"attempts": 0, "redirects": 0, "url": url}
         try:
-            async with asyncio.timeout(self._config.deadline_seconds):
-                payload, content_type = await self._follow(url, state)
+            payload, content_type = await asyncio.wait_for(self._follow(url, state), self._config.deadline_seconds)
         except _Failure as failure:
             return Fetched(
                 url=url,
@@ -326,7 +325,7 @@ class ImageFetcher:
                 attempts=state["attempts"],
                 redirects=state["redirects"],
             )
-        except TimeoutError:
+        except asyncio.TimeoutError:
             return Fetched(
                 url=url,
                 ok=False,
@@ -469,9 +468,8 @@ class ImageFetcher:
     async def _load_robots(self, key: str) -> Optional[Protego]:
         """Parsed robots.txt of a host; None when there are no rules (4xx)."""
         try:
-            async with asyncio.timeout(self._config.deadline_seconds):
-                return await self._fetch_robots(key)
-        except TimeoutError:
+            return await asyncio.wait_for(self._fetch_robots(key), self._config.deadline_seconds)
+        except asyncio.TimeoutError:
             return Protego.parse("User-agent: *\nDisallow: /\n")  # unreachable: complete disallow
 
     async def _fetch_robots(self, key: str) -> Optional[Protego]:
