@@ -22,11 +22,12 @@ words for (English by default, as Gopher).
 from __future__ import annotations
 
 import re
-from collections import Counter
 from typing import Mapping
 
+import numpy as np
+
 from mmcurate.filters import reasons
-from mmcurate.filters.text import lines, spaced_words, tokens, unspaced_ratio, word_units
+from mmcurate.filters.text import lines, ngram_hashes, spaced_words, token_ids, tokens, unspaced_ratio, word_units
 from mmcurate.filters.verdict import Verdict, keep, reject
 from mmcurate.schemas import Document
 
@@ -132,32 +133,32 @@ def _duplicates(elements: list[str]) -> tuple[int, int]:
     return dup, dup_chars
 
 
-def top_ngram_char_fraction(words: list[str], n: int, total_chars: int) -> float:
+def top_ngram_char_fraction(words: list[str], ids: np.ndarray, lengths: np.ndarray, n: int, total_chars: int) -> float:
     """Characters of the most frequent word n-gram (all its occurrences) over all word characters."""
-    if len(words) < n or not total_chars:
+    keys = ngram_hashes(ids, n)
+    if not len(keys) or not total_chars:
         return 0.0
-    (gram, count), = Counter(zip(*(words[i:] for i in range(n)))).most_common(1)
-    return sum(map(len, gram)) * count / total_chars
+    _, first, counts = np.unique(keys, return_index=True, return_counts=True)
+    best = int(np.argmax(counts))
+    start = int(first[best])
+    return float(lengths[start : start + n].sum()) * int(counts[best]) / total_chars
 
 
-def duplicate_ngram_char_fraction(words: list[str], n: int, total_chars: int) -> float:
+def duplicate_ngram_char_fraction(ids: np.ndarray, lengths: np.ndarray, n: int, total_chars: int) -> float:
     """Characters of the words covered by n-grams that repeat an earlier n-gram."""
-    if len(words) < n or not total_chars:
+    keys = ngram_hashes(ids, n)
+    if not len(keys) or not total_chars:
         return 0.0
-    grams = list(zip(*(words[i:] for i in range(n))))
-    counts = Counter(grams)
-    if len(counts) == len(grams):
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    later = np.flatnonzero(first[inverse] != np.arange(len(keys)))
+    if not len(later):
         return 0.0
-    covered = bytearray(len(words))
-    seen: set = set()
-    for i, gram in enumerate(grams):
-        if counts[gram] == 1:
-            continue
-        if gram in seen:
-            covered[i : i + n] = b"\x01" * n
-        else:
-            seen.add(gram)
-    return sum(len(w) for w, c in zip(words, covered) if c) / total_chars
+    # words i .. i+n-1 are covered for every repeating n-gram starting at i
+    delta = np.zeros(len(ids) + 1, dtype=np.int64)
+    np.add.at(delta, later, 1)
+    np.add.at(delta, later + n, -1)
+    covered = np.cumsum(delta[:-1]) > 0
+    return float(lengths[covered].sum()) / total_chars
 
 
 def repetition(
@@ -194,14 +195,16 @@ def repetition(
         return reject(reasons.GOPHER_DUPLICATE_LINE_CHARS, line_char_frac, max_duplicate_line_char_fraction, **signals)
 
     words = [w.casefold() for w in word_units(text)]
-    total_chars = sum(map(len, words))
+    ids = token_ids(words)
+    lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+    total_chars = int(lengths.sum())
     for n, limit in sorted(max_top_ngram_char_fraction.items()):
-        frac = top_ngram_char_fraction(words, n, total_chars)
+        frac = top_ngram_char_fraction(words, ids, lengths, n, total_chars)
         signals[top_ngram_signal(n)] = frac
         if frac > limit:
             return reject(reasons.GOPHER_TOP_NGRAM_CHARS, frac, limit, detail=f"n={n}", **signals)
     for n, limit in sorted(max_duplicate_ngram_char_fraction.items()):
-        frac = duplicate_ngram_char_fraction(words, n, total_chars)
+        frac = duplicate_ngram_char_fraction(ids, lengths, n, total_chars)
         signals[duplicate_ngram_signal(n)] = frac
         if frac > limit:
             return reject(reasons.GOPHER_DUPLICATE_NGRAM_CHARS, frac, limit, detail=f"n={n}", **signals)

@@ -21,10 +21,11 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections import Counter
+
+import numpy as np
 
 from mmcurate.filters import reasons
-from mmcurate.filters.text import count_words, word_units
+from mmcurate.filters.text import char_ids, count_words, ngram_hashes, token_ids, word_units
 from mmcurate.filters.verdict import Verdict, keep, reject
 from mmcurate.schemas import Document
 
@@ -55,11 +56,12 @@ def character_repetition_ratio(text: str, n: int) -> float:
     frequent repeated n-grams."""
     if len(text) < n:
         return 0.0
-    freqs = Counter(text[i : i + n] for i in range(len(text) - n + 1))
-    counts = sorted(freqs.values(), reverse=True)
-    repeated = sum(1 for c in counts if c > 1)
+    _, counts = np.unique(ngram_hashes(char_ids(text), n), return_counts=True)
+    repeated = int(np.count_nonzero(counts > 1))
     top = min(math.isqrt(len(counts)), repeated)
-    return sum(counts[:top]) / sum(counts)
+    if top == 0:
+        return 0.0
+    return float(np.sort(counts)[::-1][:top].sum()) / float(counts.sum())
 
 
 def word_repetition_ratio(text: str, n: int) -> float:
@@ -67,9 +69,8 @@ def word_repetition_ratio(text: str, n: int) -> float:
     words = [w.casefold() for w in word_units(text)]
     if len(words) < n:
         return 0.0
-    freqs = Counter(zip(*(words[i:] for i in range(n))))
-    total = len(words) - n + 1
-    return sum(c for c in freqs.values() if c > 1) / total
+    _, counts = np.unique(ngram_hashes(token_ids(words), n), return_counts=True)
+    return float(counts[counts > 1].sum()) / float(counts.sum())
 
 
 def image_count(doc: Document, *, max_images: int) -> Verdict:

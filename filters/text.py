@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+import numpy as np
+
 # Unicode blocks of scripts written without word separators.
 _UNSPACED = (
     "\u0e00-\u0e7f"  # Thai
@@ -104,3 +106,32 @@ def count_sentences(line: str) -> int:
 def spaced_words(text: str) -> list[str]:
     """The words of spaced scripts only (unspaced-script characters left out)."""
     return _SPACED_WORD.findall(text)
+
+
+# n-gram keys for the repetition measures: a polynomial rolling hash over 64-bit
+# integers (wrapping), computed with numpy. Two distinct n-grams collide with
+# probability about 2**-64 per pair, which cannot move a ratio measurably.
+_HASH_BASE = np.uint64(0x9E3779B97F4A7C15)
+
+
+def ngram_hashes(ids: "np.ndarray", n: int) -> "np.ndarray":
+    """One uint64 key per n-gram of the integer sequence ``ids`` (len(ids) - n + 1 keys)."""
+    count = len(ids) - n + 1
+    if count <= 0:
+        return np.empty(0, dtype=np.uint64)
+    keys = np.zeros(count, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for j in range(n):
+            keys = keys * _HASH_BASE + ids[j : j + count]
+    return keys
+
+
+def char_ids(text: str) -> "np.ndarray":
+    """Code points of ``text`` as uint64, shifted so no character is 0."""
+    return np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64) + np.uint64(1)
+
+
+def token_ids(words: list[str]) -> "np.ndarray":
+    """Each distinct word as a small integer (from 1), in order."""
+    index: dict[str, int] = {}
+    return np.fromiter((index.setdefault(w, len(index) + 1) for w in words), dtype=np.uint64, count=len(words))
