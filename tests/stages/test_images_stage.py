@@ -261,3 +261,21 @@ def test_image_decision_key_and_schema():
     result = ImageResult(url="https://x.example/a.jpg", status="failed", reason=reasons.IMAGE_NOT_CAPTURED)
     assert len(image_key(result)) == 32
     assert IMAGES_SCHEMA.field("bytes").type == pa.binary()
+
+
+def test_store_path_writes_each_image_once(tmp_path):
+    import pytest
+
+    from mmcurate.pipeline.config import ConfigError, config_from_mapping
+
+    with pytest.raises(ConfigError, match="image_dir"):
+        config_from_mapping({"images": {"store": "path"}})
+    config = ImagesConfig(store="path", image_dir=str(tmp_path / "img"))
+    docs = [doc("a", [url("p1"), url("p2")]), doc("exact", ["https://mirror.example/p2-copy.jpg"])]
+    p = TestPipeline()
+    result = p | "Docs" >> beam.Create(docs) | CurateImages(config, p | "Captured" >> beam.Create(CAPTURED))
+    assert_that(result.images | beam.Map(lambda r: (r["bytes"], r["path"].endswith(r["image_id"] + ".jpg"))), equal_to([(None, True)] * 2))
+    p.run().wait_until_finish()
+    stored = sorted(f.name for f in (tmp_path / "img").rglob("*.jpg"))
+    assert stored == sorted(f"{sha(BYTES[n])}.jpg" for n in ("p1", "p2"))
+    assert (tmp_path / "img" / sha(BYTES["p1"])[:2] / f"{sha(BYTES['p1'])}.jpg").read_bytes() == BYTES["p1"]
