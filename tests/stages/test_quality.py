@@ -202,3 +202,20 @@ def test_shipped_models_load_and_score_offline():
 def test_missing_model_fails_before_the_pipeline_runs(tmp_path):
     with pytest.raises(FileNotFoundError, match="quality: mt model not found"):
         ScoreQuality(QualityConfig(mt={"model_path": str(tmp_path / "none.bin")}))
+
+
+@pytest.mark.slow
+def test_real_sentence_embedder_loads_offline(monkeypatch):
+    pytest.importorskip("sentence_transformers")
+    from mmcurate.stages.quality import SentenceEmbeddingModelHandler, default_embedding_model
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    handler = SentenceEmbeddingModelHandler(str(default_embedding_model()), batch_size=4)
+    model = handler.load_model()
+    docs = [
+        make_doc("a", "The harbour was built in the eighteenth century, when the town traded salt."),
+        make_doc("b", "Built in the 1700s, the harbour dates from the time the town's trade was in salt."),
+        make_doc("c", "Preheat the oven and whisk the eggs with sugar until pale."),
+    ]
+    vectors = {doc_id: v for doc_id, _, v in handler.run_inference(docs, model)}
+    assert vectors["a"] @ vectors["b"] > 0.8 > 0.2 > vectors["a"] @ vectors["c"]
