@@ -70,10 +70,9 @@ def shingles(text: str, word_ngram: int, char_ngram: int, unspaced_cutoff: float
 
 
 def shingle_hashes(items: Sequence[str], hash_name: ShingleHash = "sha1") -> np.ndarray:
-    """Sorted distinct uint32 hashes of the shingles."""
+    """uint32 hashes of the shingles, in order (``np.unique`` them for a set)."""
     fn = sha1_hash32 if hash_name == "sha1" else zlib.crc32
-    hv = np.fromiter((fn(s.encode("utf-8")) for s in items), dtype=np.uint32, count=len(items))
-    return np.unique(hv)
+    return np.fromiter((fn(s.encode("utf-8")) for s in items), dtype=np.uint32, count=len(items))
 
 
 def _fmix32(h: np.ndarray) -> np.ndarray:
@@ -123,12 +122,13 @@ def estimate_jaccard(sig_a: np.ndarray, sig_b: np.ndarray) -> float:
 
 
 def jaccard(hashes_a: np.ndarray, hashes_b: np.ndarray) -> float:
-    """Jaccard similarity of two sorted distinct hash sets (the shingle sets, up to
+    """Jaccard similarity of the sets of two hash arrays (the shingle sets, up to
     32-bit hash collisions)."""
-    if hashes_a.size == 0 and hashes_b.size == 0:
+    a, b = np.unique(hashes_a), np.unique(hashes_b)
+    if a.size == 0 and b.size == 0:
         return 1.0
-    inter = np.intersect1d(hashes_a, hashes_b, assume_unique=True).size
-    return inter / (hashes_a.size + hashes_b.size - inter)
+    inter = np.intersect1d(a, b, assume_unique=True).size
+    return inter / (a.size + b.size - inter)
 
 
 def candidate_probability(s: float, bands: int, rows: int) -> float:

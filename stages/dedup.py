@@ -39,6 +39,7 @@ import time
 from typing import Iterable, NamedTuple, Optional, Sequence
 
 import apache_beam as beam
+import numpy as np
 from apache_beam.metrics import Metrics
 
 from mmcurate.filters import minhash, reasons
@@ -205,7 +206,7 @@ class FingerprintDocumentsFn(beam.DoFn):
                 hv = minhash.shingle_hashes(shingles, c.shingle_hash)
                 sig = minhash.to_bytes(self._hasher.signature(hv))
                 if c.verify:
-                    hashes = minhash.to_bytes(hv)
+                    hashes = minhash.to_bytes(np.unique(hv))
         url_key = normalize_url(doc.url, c.url_strip_params, c.url_fold_scheme) if c.url else ""
         return doc, Fingerprint(
             doc_id=doc.doc_id,
