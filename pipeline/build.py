@@ -7,6 +7,7 @@ from typing import Sequence
 import apache_beam as beam
 
 from mmcurate.pipeline.config import Config
+from mmcurate.runners.progress import CountKeptFn
 from mmcurate.stages.dedup import DedupDocuments
 from mmcurate.stages.extract import ExtractDocuments
 from mmcurate.stages.heuristics import ApplyTextHeuristics
@@ -29,9 +30,19 @@ _FILTER_STAGES = {
 _TAKES_READ = frozenset({"images"})
 
 
-def build_pipeline(pipeline: beam.Pipeline, inputs: Sequence[str], output_dir: str, config: Config) -> None:
-    """Adds read → extract → enabled filtering stages → write to ``pipeline``."""
-    read = pipeline | "Read" >> ReadWarc(list(inputs), config.read)
+def build_pipeline(
+    pipeline: beam.Pipeline,
+    inputs: Sequence[str],
+    output_dir: str,
+    config: Config,
+    reader: beam.PTransform | None = None,
+) -> None:
+    """Adds read → extract → enabled filtering stages → write to ``pipeline``.
+
+    ``reader`` replaces ``ReadWarc(inputs)`` as the read stage (e.g. ``ReadWarcIndex``
+    for CC-index pointers); it must return a ``ReadResult`` too.
+    """
+    read = pipeline | "Read" >> (reader if reader is not None else ReadWarc(list(inputs), config.read))
     extracted = read.pages | "Extract" >> ExtractDocuments(config.extract)
     decisions = [read.rejected, read.errors, extracted.rejected, extracted.errors]
     docs = extracted.kept
@@ -44,6 +55,8 @@ def build_pipeline(pipeline: beam.Pipeline, inputs: Sequence[str], output_dir: s
         decisions += [result.rejected, result.errors]
         if stage == "images":
             image_rows.append(result.images)
+    # A pass-through that feeds the live progress line of local runs (runners.progress).
+    docs = docs | "CountKept" >> beam.ParDo(CountKeptFn())
     all_decisions = decisions | "AllDecisions" >> beam.Flatten()
     if not image_rows:
         image_rows.append(pipeline | "NoImageRows" >> beam.Create([]))

@@ -14,7 +14,7 @@ from typing import Sequence
 
 from mmcurate import __version__
 from mmcurate.pipeline.config import FILTER_STAGES, IMPLEMENTED_FILTER_STAGES, STAGE_NAMES, ConfigError, load_config
-from mmcurate.runners.presets import PRESETS, preset_args
+from mmcurate.runners.presets import PRESETS, PresetError, describe, parse_runner_options, preset_args
 
 log = logging.getLogger("mmcurate")
 
@@ -101,12 +101,12 @@ def _run_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mmcurate run",
         description="Curate WARC files into interleaved image-text documents, as Parquet shards.",
-        epilog=RUN_EPILOG,
+        epilog=RUN_EPILOG + "\nrunner presets (--runner-preset NAME, options with --runner-opt NAME=VALUE):\n" + describe(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "inputs",
-        nargs="+",
+        nargs="*",
         metavar="INPUT",
         help="WARC/ARC files (.warc, .warc.gz, .arc, .arc.gz) or globs, on any filesystem Beam knows "
         "(local paths, gs://, s3://, ...); quote globs so Beam expands them",
@@ -128,12 +128,33 @@ def _run_parser() -> argparse.ArgumentParser:
         f"contract names: {','.join(FILTER_STAGES)})",
     )
     parser.add_argument(
+        "--index",
+        metavar="FILE",
+        help="read only the WARC records a CC-index style table points at (Parquet or CSV with columns "
+        "warc_filename, warc_record_offset, warc_record_length), by range reads; replaces INPUT",
+    )
+    parser.add_argument(
+        "--warc-prefix",
+        default="",
+        metavar="PREFIX",
+        help="prefix for the index's relative warc_filename values, e.g. s3://commoncrawl/",
+    )
+    parser.add_argument(
         "--runner-preset",
         choices=sorted(PRESETS),
-        help="Beam flags for a runner: direct (one process) or local (DirectRunner, a worker "
-        "process per core); explicit Beam flags override the preset's",
+        help="Beam flags for a runner (see 'runner presets' below); explicit Beam flags override the preset's",
     )
-    parser.add_argument("--quiet", "-q", action="store_true", help="print only the funnel table")
+    parser.add_argument(
+        "--runner-opt",
+        dest="runner_options",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a parameter of the runner preset (repeatable), e.g. --runner-opt endpoint=localhost:8099",
+    )
+    parser.add_argument(
+        "--quiet", "-q", action="store_true", help="print only the funnel table (no live progress on stderr)"
+    )
     parser.add_argument("--verbose", "-v", action="store_true", help="show Beam's own INFO logging")
     return parser
 
@@ -175,10 +196,28 @@ def cmd_run(argv: Sequence[str]) -> int:
     from mmcurate.pipeline.manifest import format_funnel
     from mmcurate.pipeline.run import InputError, RunError, run_curation
 
-    if args.runner_preset:
-        beam_args = preset_args(args.runner_preset) + beam_args
+    if args.index and args.inputs:
+        parser.error("give INPUT files or --index, not both")
+    if not args.index and not args.inputs:
+        parser.error("the following arguments are required: INPUT (or --index)")
     try:
-        manifest = run_curation(args.inputs, args.output, config, beam_args)
+        if args.runner_options and not args.runner_preset:
+            raise PresetError("--runner-opt needs --runner-preset")
+        if args.runner_preset:
+            beam_args = preset_args(args.runner_preset, parse_runner_options(args.runner_options)) + beam_args
+    except PresetError as exc:
+        print(f"mmcurate: {exc}", file=sys.stderr)
+        return 2
+    try:
+        manifest = run_curation(
+            args.inputs,
+            args.output,
+            config,
+            beam_args,
+            progress=not args.quiet,
+            index=args.index,
+            warc_prefix=args.warc_prefix,
+        )
     except InputError as exc:
         print(f"mmcurate: {exc}", file=sys.stderr)
         return 2

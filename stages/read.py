@@ -44,6 +44,7 @@ from warcio.archiveiterator import ARCIterator, WARCIterator
 
 from mmcurate.filters import reasons
 from mmcurate.pipeline.config import ReadConfig
+from mmcurate.runners import progress
 from mmcurate.schemas import KIND_ERROR, KIND_REJECTED, SUBJECT_PAGE, CapturedImage, Decision, Page, Provenance, make_doc_id
 from mmcurate.stages.common import ERRORS, REJECTED, StageCounters, error_detail
 
@@ -346,58 +347,65 @@ class ReadWarcFileFn(beam.DoFn):
             yield self._fault(path, 0, exc)
             return
         with raw:
+            yield from self.read_stream(path, raw)
+
+    def read_stream(self, path: str, raw: BinaryIO, base: int = 0) -> Iterator[list]:
+        """Reads every record of ``raw``, a stream that starts at byte ``base`` of
+        ``path`` (a whole file, or one record's byte range): batches of outputs, with
+        offsets counted from the start of ``path``. Needs ``setup()`` to have run."""
+        try:
+            fmt, stream = _sniff_format(raw)
+        except Exception as exc:
+            yield self._fault(path, base, exc)
+            return
+        if fmt is None:
+            self._counters.inc("files.empty")
+            return
+        # A known format makes warcio strict: garbage raises instead of being
+        # taken for records of the other format.
+        iterator = (WARCIterator if fmt == "warc" else ARCIterator)(stream, arc2warc=True)
+        records = iter(iterator)
+        while True:
+            start = iterator.offset
             try:
-                fmt, stream = _sniff_format(raw)
+                record = next(records)
+            except StopIteration:
+                break
+            except Exception as exc:  # warcio cannot go on: the rest of the file is lost
+                yield self._fault(path, base + start, exc)
+                return
+            start = iterator.offset
+            try:
+                outcome: _Outcome | Exception = self._read_record(path, record, fmt == "arc")
+            except Exception as exc:  # this record only; warcio can go on
+                outcome = exc
+            try:
+                # Consumes the rest of the record, so offset and length are real.
+                offset, length = base + iterator.get_record_offset(), iterator.get_record_length()
             except Exception as exc:
-                yield self._fault(path, 0, exc)
+                yield self._fault(path, base + start, exc)
                 return
-            if fmt is None:
-                self._counters.inc("files.empty")
-                return
-            # A known format makes warcio strict: garbage raises instead of being
-            # taken for records of the other format.
-            iterator = (WARCIterator if fmt == "warc" else ARCIterator)(stream, arc2warc=True)
-            records = iter(iterator)
-            while True:
-                start = iterator.offset
-                try:
-                    record = next(records)
-                except StopIteration:
-                    break
-                except Exception as exc:  # warcio cannot go on: the rest of the file is lost
-                    yield self._fault(path, start, exc)
-                    return
-                start = iterator.offset
-                try:
-                    outcome: _Outcome | Exception = self._read_record(path, record, fmt == "arc")
-                except Exception as exc:  # this record only; warcio can go on
-                    outcome = exc
-                try:
-                    # Consumes the rest of the record, so offset and length are real.
-                    offset, length = iterator.get_record_offset(), iterator.get_record_length()
-                except Exception as exc:
-                    yield self._fault(path, start, exc)
-                    return
-                # A cut or corrupt record is a fault at its offset; warcio goes on with
-                # the next gzip member, if there is one.
-                if record.rec_type is None or record.length is None:
-                    yield self._fault(path, offset, MalformedRecord("record headers without WARC-Type or Content-Length"))
-                    continue
-                missing = getattr(record.raw_stream, "limit", 0)
-                if missing > 0:
-                    yield self._fault(path, offset, TruncatedRecord(f"the data ends {missing} bytes before the record does"))
-                    continue
-                yield self._emit(path, record, fmt == "arc", outcome, offset, length)
-            end = iterator.offset
-            if stream.read(1) or end < stream.tell():
-                size = stream.tell()
-                yield self._fault(path, end, TruncatedFile(f"{size - end} bytes after the last complete record are not a record"))
+            # A cut or corrupt record is a fault at its offset; warcio goes on with
+            # the next gzip member, if there is one.
+            if record.rec_type is None or record.length is None:
+                yield self._fault(path, offset, MalformedRecord("record headers without WARC-Type or Content-Length"))
+                continue
+            missing = getattr(record.raw_stream, "limit", 0)
+            if missing > 0:
+                yield self._fault(path, offset, TruncatedRecord(f"the data ends {missing} bytes before the record does"))
+                continue
+            yield self._emit(path, record, fmt == "arc", outcome, offset, length)
+        end = iterator.offset
+        if stream.read(1) or end < stream.tell():
+            size = stream.tell()
+            yield self._fault(path, base + end, TruncatedFile(f"{size - end} bytes after the last complete record are not a record"))
 
     def _fault(self, path: str, offset: int, exc: BaseException) -> list:
         """The error row for a fault in the file at ``offset`` (no page to name)."""
         counters = self._counters
         counters.inc("pages")
         counters.error(exc)
+        progress.add(pages=1)
         log.warning("%s: fault at byte %d (%s: %s); the records before it were read", path, offset, type(exc).__name__, exc)
         row = Decision(
             doc_id=make_doc_id(url=path, date=f"fault@{offset}"),
@@ -416,6 +424,8 @@ class ReadWarcFileFn(beam.DoFn):
     def _emit(self, path: str, record, arc: bool, outcome, offset: int, length: int) -> list:
         counters = self._counters
         counters.inc(f"records.{record.rec_type}")
+        is_page = isinstance(outcome, Exception) or outcome.tag in (PAGES, REJECTED)
+        progress.add(pages=int(is_page), bytes=length)
         if isinstance(outcome, Exception):
             counters.inc("pages")
             counters.error(outcome)

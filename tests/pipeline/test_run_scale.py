@@ -1,0 +1,164 @@
+"""Running at scale on one machine: DirectRunner multi-process against in-process,
+reruns that give the same output, a killed run restarted into the same output,
+live progress, and the funnel rebuilt from rows for runners without metrics."""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from warcio.archiveiterator import ArchiveIterator
+
+from mmcurate.filters import reasons
+from mmcurate.pipeline.cli import main
+from mmcurate.pipeline.config import load_config
+from mmcurate.pipeline.run import counters_from_rows, run_curation
+from mmcurate.runners import progress
+from warcbuild import WarcBuilder
+
+DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "warc" / "demo.warc.gz"
+
+
+def stable(row: dict) -> dict:
+    """A row without its timing signals (``*.seconds``), the one thing that varies."""
+    return {**row, "signals": [s for s in row["signals"] or [] if not s["key"].endswith(".seconds")]}
+
+
+def outcome(out: Path):
+    """(kept ids, full decision rows but timings, manifest) of a finished run."""
+    kept = sorted(pq.read_table(out / "documents").column("doc_id").to_pylist())
+    rows = sorted(
+        (stable(r) for r in pq.read_table(out / "decisions").to_pylist()),
+        key=lambda r: (r["doc_id"], r["stage"], r["reason"]),
+    )
+    return kept, rows, json.loads((out / "manifest.json").read_text())
+
+
+def repeat_pages(src: Path, dst: Path, times: int) -> int:
+    """Writes every HTML response of ``src`` ``times`` times (new URLs and record
+    ids) to ``dst``; returns the number of pages written."""
+    pages = []
+    with open(src, "rb") as fh:
+        for record in ArchiveIterator(fh):
+            if record.rec_type != "response" or not record.http_headers:
+                continue
+            content_type = record.http_headers.get_header("Content-Type") or ""
+            if "html" in content_type:
+                url = record.rec_headers.get_header("WARC-Target-URI")
+                status = int(record.http_headers.get_statuscode())
+                pages.append((url, record.content_stream().read(), content_type, status))
+    with WarcBuilder.open(dst) as warc:
+        for copy in range(times):
+            for url, payload, content_type, status in pages:
+                warc.response(f"{url}#copy{copy}", payload, content_type, status=status)
+    return len(pages) * times
+
+
+@pytest.fixture(scope="module")
+def direct(tmp_path_factory):
+    out = tmp_path_factory.mktemp("direct")
+    assert main(["run", str(DEMO), "-o", str(out), "--runner-preset", "direct", "--quiet"]) == 0
+    return outcome(out)
+
+
+def test_multi_process_gives_the_same_ids_rows_and_counts(direct, tmp_path):
+    out = tmp_path / "out"
+    args = ["run", str(DEMO), "-o", str(out), "--runner-preset", "local", "--runner-opt", "workers=2", "--quiet"]
+    assert main(args) == 0
+    kept, rows, manifest = outcome(out)
+    want_kept, want_rows, want = direct
+    assert kept == want_kept and len(kept) > 0
+    assert rows == want_rows
+    assert manifest["totals"] == want["totals"] and manifest["records"] == want["records"]
+    assert {s: e.get("rejected_by_reason") for s, e in manifest["stages"].items()} == {
+        s: e.get("rejected_by_reason") for s, e in want["stages"].items()
+    }
+
+
+def test_rerun_gives_the_same_ids_counts_and_decision_rows(direct, tmp_path):
+    out = tmp_path / "again"
+    assert main(["run", str(DEMO), "-o", str(out), "--runner-preset", "direct", "--quiet"]) == 0
+    kept, rows, manifest = outcome(out)
+    want_kept, want_rows, want = direct
+    assert kept == want_kept
+    assert rows == want_rows  # every column, provenance and signals included (timings aside)
+    assert manifest["totals"] == want["totals"]
+    assert manifest["config_sha256"] == want["config_sha256"]
+    docs = sorted(pq.read_table(out / "documents").to_pylist(), key=lambda r: r["doc_id"])
+    assert [d["texts"] for d in docs] == [d["texts"] for d in sorted(
+        pq.read_table(Path(want["output"]) / "documents").to_pylist(), key=lambda r: r["doc_id"])]
+
+
+def test_killed_run_restarts_into_the_same_output_complete_and_not_duplicated(tmp_path):
+    big = tmp_path / "big.warc.gz"
+    pages = repeat_pages(DEMO, big, 8)
+    out = tmp_path / "out"
+    # A complete earlier run into the same directory.
+    assert main(["run", str(DEMO), "-o", str(out), "--runner-preset", "direct", "--quiet"]) == 0
+    before = outcome(out)
+    cmd = [sys.executable, "-m", "mmcurate.pipeline.cli", "run", str(big), "-o", str(out), "--runner-preset", "direct", "-q"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    time.sleep(4)
+    assert proc.poll() is None, "the run ended before it could be killed"
+    os.killpg(proc.pid, signal.SIGKILL)  # the run and its extractor children
+    proc.wait()
+    # Killed midway: the earlier output is untouched, never half-replaced.
+    assert outcome(out)[0] == before[0] and outcome(out)[2]["run_id"] == before[2]["run_id"]
+    # Restarted into the same output: complete, every page exactly once.
+    assert main(["run", str(big), "-o", str(out), "--runner-preset", "direct", "--quiet"]) == 0
+    kept, rows, manifest = outcome(out)
+    assert manifest["totals"]["pages"] == pages and manifest["totals"]["conserved"]
+    assert len(kept) == len(set(kept)) == manifest["totals"]["kept"] > 0
+    ids = [r["doc_id"] for r in rows]
+    assert len(ids) == len(set(ids)) == manifest["totals"]["rejected"] + manifest["totals"]["errors"]
+    assert not set(ids) & set(kept)
+    names = {p.name for p in out.iterdir()}
+    assert {"decisions", "documents", "manifest.json"} <= names and ".staging" not in names
+
+
+def test_local_run_shows_live_progress(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(progress.ProgressMonitor, "EVERY", 0.05)
+    monkeypatch.setattr(progress.ProgressMonitor, "LOG_FACTOR", 1)
+    big = tmp_path / "big.warc.gz"
+    repeat_pages(DEMO, big, 2)
+    manifest = run_curation([str(big)], str(tmp_path / "out"), load_config(), ["--runner=DirectRunner"], progress=True)
+    err = capsys.readouterr().err
+    lines = re.findall(r"read ([\d,]+) pages, kept ([\d,]+), [\d.,]+ pages/s(.*)", err)
+    assert lines, err
+    assert all(int(pages.replace(",", "")) <= manifest["totals"]["pages"] for pages, _, _ in lines)
+    assert any("MB" in rest for _, _, rest in lines)
+    assert progress.ENV not in os.environ
+
+
+def test_quiet_run_prints_no_progress(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(progress.ProgressMonitor, "EVERY", 0.01)
+    assert main(["run", str(DEMO), "-o", str(tmp_path / "o"), "--runner-preset", "direct", "--quiet"]) == 0
+    assert "pages/s" not in capsys.readouterr().err
+
+
+def test_progress_line_gives_rate_share_and_eta():
+    monitor = progress.ProgressMonitor(total_bytes=4_000_000, run_id="r")
+    monitor._started = time.monotonic() - 10
+    monitor.latest = {"a": {"pages": 30, "bytes": 1_000_000, "kept": 9}, "b": {"pages": 10, "bytes": 1_000_000, "kept": 3}}
+    line = monitor.line()
+    assert line.startswith("read 40 pages, kept 12, 4.0 pages/s, 50% of 4.0 MB, ETA 10s")
+    monitor._socket.close()
+
+
+def test_funnel_from_rows_matches_the_metrics(direct, tmp_path):
+    """For runners without metrics (DaskRunner): the page funnel follows from rows."""
+    _, _, want = direct
+    from mmcurate.pipeline import output as out
+
+    written = out.table_summary(want["output"])
+    counters = counters_from_rows(load_config(), written)
+    assert counters[("read", "pages")] == want["totals"]["pages"]
+    for stage in ["read", "extract", *want["stages_run"][2:-1]]:
+        assert counters[(stage, "kept")] == want["stages"][stage]["kept"], stage
+    assert counters[("read", f"rejected.{reasons.HTTP_STATUS_NOT_OK}")] == want["stages"]["read"]["rejected"]
