@@ -16,6 +16,8 @@ from typing import Any, Literal, Mapping, Optional
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from mmcurate.filters.urlnorm import DEFAULT_STRIP_PARAMS
+
 # The stage names are a contract: config sections, CLI flags, manifest keys, metric
 # namespaces and the `stage` column of decision rows all use them.
 STAGE_NAMES = ("read", "extract", "heuristics", "dedup", "quality", "images", "scoring", "recycle", "write")
@@ -221,6 +223,11 @@ class HeuristicsConfig(_Section):
     fineweb: FineWebConfig = FineWebConfig()
     obelics: ObelicsConfig = ObelicsConfig()
 
+
+# Which copy of a duplicate survives, criteria in order (ties end at the smallest doc_id).
+SurvivorCriterion = Literal["quality", "earliest", "latest", "longest"]
+
+
 class DedupConfig(_Section):
     # URL dedup: captures of one normalised URL (filters/urlnorm.py); the latest
     # capture by WARC date survives, ties to the smallest doc_id.
@@ -263,7 +270,7 @@ class DedupConfig(_Section):
     # `quality_signal` (documents without it come after); "earliest"/"latest": WARC
     # date; "longest": most words. The smallest doc_id breaks remaining ties.
     survivor: tuple[SurvivorCriterion, ...] = ("quality", "earliest")
-    quality_signal: str = "quality.score"
+    quality_signal: str = "quality_score"
 
     @field_validator("rows")
     @classmethod
