@@ -9,7 +9,7 @@ from typing import Any, Mapping
 
 from mmcurate.pipeline.config import ALWAYS_ON, STAGE_NAMES, Config
 from mmcurate.schemas import KIND_ERROR, KIND_REJECTED, SUBJECT_PAGE
-from mmcurate.schemas.tables import SCHEMA_VERSION
+from mmcurate.schemas.tables import SCHEMA_VERSION, TABLES
 from mmcurate.stages.common import COUNTER_KEPT, COUNTER_MICROS
 
 PACKAGES = ("mmcurate", "apache-beam", "pyarrow", "warcio", "trafilatura", "lxml", "charset-normalizer", "datasketch")
@@ -130,7 +130,7 @@ def build_manifest(
             "by_mime": {k.removeprefix("mime."): v for k, v in sorted(read_counters.items()) if k.startswith("mime.")},
             "images_captured": read_counters.get("images", 0),
         },
-        "tables": {name: written[name] for name in ("documents", "decisions")},
+        "tables": {name: written[name] for name in TABLES},
         "counter_mismatches": check_counters(funnel, decision_counts),
         "schema_version": SCHEMA_VERSION,
         "config": config.to_dict(),
