@@ -22,8 +22,12 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 install: $(STAMP)
 
+# The demo runs every stage that works offline: images come from the WARC's own
+# captures (images.http is off by default), quality from the shipped models.
+DEMO_STAGES := heuristics,dedup,quality,images
+
 demo: install
-	$(BIN)/mmcurate run $(DEMO_INPUT) --output $(DEMO_OUTPUT)
+	$(BIN)/mmcurate run $(DEMO_INPUT) --output $(DEMO_OUTPUT) --stages $(DEMO_STAGES)
 
 test: install
 	$(BIN)/python -m pytest

@@ -100,9 +100,13 @@ def build_manifest(
     funnel = stage_funnel(config, counters, written)
     decision_counts = written["decision_counts"]
     page_rows = {KIND_REJECTED: 0, KIND_ERROR: 0}
-    for (subject, _stage, kind, _reason), n in decision_counts.items():
+    # Image rows (subject "image") are not pages: counted apart, by stage, kind and reason.
+    image_rows: dict[str, int] = defaultdict(int)
+    for (subject, stage, kind, reason), n in decision_counts.items():
         if subject == SUBJECT_PAGE:
             page_rows[kind] += n
+        else:
+            image_rows[f"{stage}.{kind}.{reason}"] += n
     pages = funnel["read"]["in"]
     totals = {
         "pages": pages,
@@ -131,6 +135,7 @@ def build_manifest(
             "images_captured": read_counters.get("images", 0),
         },
         "tables": {name: written[name] for name in TABLES},
+        "image_decisions": dict(sorted(image_rows.items())),
         "counter_mismatches": check_counters(funnel, decision_counts),
         "schema_version": SCHEMA_VERSION,
         "config": config.to_dict(),
