@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-stamp
 DEMO_INPUT  := tests/fixtures/warc/demo.warc.gz
 DEMO_OUTPUT := demo-output
 
-.PHONY: install demo test test-slow bench clean
+.PHONY: install demo test test-slow bench models clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,10 @@ test-slow: install
 
 bench: install
 	$(BIN)/python benchmarks/bench_read_extract.py
+
+# Rebuild the shipped fastText models (quality, mt, llm) from ../shared/data.
+models: install
+	$(BIN)/python -m mmcurate.pipeline.build_models
 
 clean:
 	rm -rf $(VENV) $(DEMO_OUTPUT) build *.egg-info
