@@ -126,6 +126,33 @@ LLM_SITE_HIGH_SCORE = "llm.site_high_score"
 # rewrite: semantic near-duplicates (stage: quality; filters/implicit.py)
 REWRITE_NEAR_DUPLICATE = "rewrite.near_duplicate"
 
+# clip: CLIP image-text similarity (stage: scoring; filters/clip.py). Images below
+# the similarity floor are image rows; the document rules are page rows.
+CLIP_IMAGE_LOW_SIMILARITY = "clip.image_low_similarity"
+CLIP_NO_IMAGES_LEFT = "clip.no_images_left"
+CLIP_LOW_MEAN_SIMILARITY = "clip.low_mean_similarity"
+CLIP_LOW_SHARE_ABOVE = "clip.low_share_above"
+# stage recycle, subject pair: a candidate pair below scoring.pair_min_similarity
+CLIP_PAIR_LOW_SIMILARITY = "clip.pair_low_similarity"
+
+# judge: the VLM judge's rubric score (stage: scoring; stages/judge.py). Malformed
+# answers and failed requests are error rows (JudgeAnswerError, JudgeRequestError).
+JUDGE_LOW_SCORE = "judge.low_score"
+
+# caption: caption rules for recycled pairs (stage: recycle, subject pair; filters/captions.py)
+CAPTION_MISSING = "caption.missing"
+CAPTION_TOO_SHORT = "caption.too_short"
+CAPTION_TOO_LONG = "caption.too_long"
+CAPTION_FILENAME = "caption.filename"
+CAPTION_URL = "caption.url"
+CAPTION_GENERIC = "caption.generic"
+CAPTION_LANGUAGE_NOT_ALLOWED = "caption.language_not_allowed"
+CAPTION_LOW_LANGUAGE_SCORE = "caption.low_language_score"
+
+# pair: one pair per distinct image (stage: recycle, subject pair; stages/recycle.py)
+PAIR_DUPLICATE_IMAGE = "pair.duplicate_image"
+PAIR_IMAGE_NOT_RETRIEVED = "pair.image_not_retrieved"
+
 ALL_REASONS = frozenset(
     {
         HTTP_STATUS_NOT_OK,
@@ -211,5 +238,21 @@ ALL_REASONS = frozenset(
         LLM_HIGH_SCORE,
         LLM_SITE_HIGH_SCORE,
         REWRITE_NEAR_DUPLICATE,
+        CLIP_IMAGE_LOW_SIMILARITY,
+        CLIP_NO_IMAGES_LEFT,
+        CLIP_LOW_MEAN_SIMILARITY,
+        CLIP_LOW_SHARE_ABOVE,
+        CLIP_PAIR_LOW_SIMILARITY,
+        JUDGE_LOW_SCORE,
+        CAPTION_MISSING,
+        CAPTION_TOO_SHORT,
+        CAPTION_TOO_LONG,
+        CAPTION_FILENAME,
+        CAPTION_URL,
+        CAPTION_GENERIC,
+        CAPTION_LANGUAGE_NOT_ALLOWED,
+        CAPTION_LOW_LANGUAGE_SCORE,
+        PAIR_DUPLICATE_IMAGE,
+        PAIR_IMAGE_NOT_RETRIEVED,
     }
 )

@@ -25,13 +25,16 @@ ALWAYS_ON = ("read", "extract", "write")
 FILTER_STAGES = tuple(s for s in STAGE_NAMES if s not in ALWAYS_ON)
 # Filtering stages this version implements; the others are named by the contract
 # but not built yet, and asking for them is an error rather than a silent no-op.
-IMPLEMENTED_FILTER_STAGES = ("heuristics", "dedup", "quality", "images")
+IMPLEMENTED_FILTER_STAGES = ("heuristics", "dedup", "quality", "images", "scoring", "recycle")
 # Implemented stages that run only when --stages (or run.stages) names them.
 # `images` is opt-in: it fetches and decodes every image a document references,
 # the costliest step of the funnel (and over HTTP when images.http is on).
 # `quality` is opt-in: its shipped classifiers are small stand-ins trained on
 # news, stories and Wikipedia text (README); a corpus deserves models trained on it.
-OPT_IN_STAGES = ("quality", "images")
+# `scoring` and `recycle` work on retrieved images, so they are opt-in with `images`
+# and need it (STAGE_REQUIRES); scoring stays off until scoring.checkpoint is set.
+OPT_IN_STAGES = ("quality", "images", "scoring", "recycle")
+STAGE_REQUIRES = {"scoring": ("images",), "recycle": ("images",)}
 
 
 class ConfigError(ValueError):
@@ -459,6 +462,151 @@ class QualityConfig(_Section):
     rewrite: QualityRewriteConfig = QualityRewriteConfig()
 
 
+class JudgeConfig(_Section):
+    """``scoring.judge``: an optional VLM judge (stages/judge.py): an OpenAI-compatible
+    chat completions endpoint rates each document the CLIP step kept."""
+
+    enabled: bool = False
+    # Base URL of the API, e.g. http://localhost:8000/v1 (vLLM, SGLang) or a hosted API.
+    endpoint: str = ""
+    model: str = ""
+    # Name of an environment variable holding the API key (sent as a Bearer token).
+    api_key_env: str = ""
+    # The rubric prompt: a file name under mmcurate/filters/data/ or a path.
+    prompt: str = "judge_rubric_v1.txt"
+    concurrency: int = Field(default=8, gt=0)  # requests in flight per worker
+    timeout_seconds: float = Field(default=60.0, gt=0)
+    retries: int = Field(default=3, ge=0)  # after 429, 5xx, timeouts and connection errors
+    backoff_seconds: float = Field(default=1.0, ge=0)  # doubled after each retry
+    batch_size: int = Field(default=16, gt=0)  # documents per DoFn call (sent concurrently)
+    max_images: int = Field(default=4, ge=0)  # images sent per document
+    image_max_side: int = Field(default=512, gt=0)  # images are downscaled to this
+    max_text_chars: int = Field(default=6000, gt=0)
+    max_tokens: int = Field(default=300, gt=0)
+    # Reject documents scored below this (the rubric's scale is 1-5); 0 never rejects.
+    min_score: float = Field(default=0.0, ge=0, le=5)
+    # Response cache (JSON files keyed by document hash, prompt version and model);
+    # empty: no cache.
+    cache_dir: str = ""
+
+    @field_validator("endpoint")
+    @classmethod
+    def _endpoint(cls, value: str, info) -> str:
+        if info.data.get("enabled") and not value:
+            raise ValueError("scoring.judge.enabled needs scoring.judge.endpoint")
+        return value.rstrip("/")
+
+    @field_validator("model")
+    @classmethod
+    def _model(cls, value: str, info) -> str:
+        if info.data.get("enabled") and not value:
+            raise ValueError("scoring.judge.enabled needs scoring.judge.model")
+        return value
+
+
+class ScoringConfig(_Section):
+    """Stage `scoring`: CLIP image-text similarity (open_clip, stages/scoring.py).
+
+    CLIP is off unless a checkpoint is given; with no checkpoint and no judge the
+    stage passes every document through and the manifest says why. Weights are never
+    downloaded: ``checkpoint`` is a local file (or any Beam filesystem path)."""
+
+    # open_clip architecture name (open_clip.list_models(), e.g. "ViT-B-32",
+    # "ViT-L-14"), or the name of the config file given in architecture_config.
+    architecture: str = "ViT-B-32"
+    # An open_clip model config JSON for an architecture open_clip does not ship;
+    # its file name (without .json) is the architecture name.
+    architecture_config: str = ""
+    # Local checkpoint (a state dict saved by torch or safetensors). Empty: stage off.
+    checkpoint: str = ""
+    # sha256 of the checkpoint file; checked before loading when given.
+    checkpoint_sha256: str = ""
+    device: Literal["cpu", "cuda"] = "cpu"
+    # Beam's accelerator resource hint on the model transforms when device=cuda, in
+    # Dataflow's syntax; the dataflow runner preset's gpu= replaces it
+    # (--scoring_accelerator). Runners without accelerators ignore it.
+    accelerator: str = "type:nvidia-l4;count:1;install-nvidia-driver"
+    batch_size: int = Field(default=32, gt=0)  # images (or documents' texts) per model call
+    # Characters of a text the tokenizer sees (CLIP's context is 77 tokens).
+    max_text_chars: int = Field(default=300, gt=0)
+    # An image is removed from its document when its best similarity (caption and
+    # neighbouring text) is below this. MMC4 (Zhu et al. 2023, sec. 3) discards
+    # images whose best sentence similarity is below 0.15 with ViT-L/14; LAION-400M
+    # (Schuhmann et al. 2021) and DataComp's baselines keep pairs at or above 0.28
+    # with ViT-B/32 (see pair_min_similarity). Thresholds depend on the model: the
+    # default is MMC4's, for documents; 0 scores without removing.
+    image_min_similarity: float = Field(default=0.15, ge=-1, le=1)
+    # Image-text pairs (stage recycle): LAION-400M's 0.28 cosine with ViT-B/32.
+    pair_min_similarity: float = Field(default=0.28, ge=-1, le=1)
+    # The share-above signal counts images at or above this (default: LAION's 0.28).
+    share_threshold: float = Field(default=0.28, ge=-1, le=1)
+    # Document rules on the aggregates; 0 (default) measures without rejecting.
+    min_mean_similarity: float = Field(default=0.0, ge=-1, le=1)
+    min_share_above: float = Field(default=0.0, ge=0, le=1)
+    # A document left with no image after removal: "reject" it, or keep it as text.
+    no_images: Literal["reject", "keep_text_only"] = "reject"
+    # MMC4-style placement: assign images to sentences by maximum-weight bipartite
+    # matching of the similarity matrix (MMC4 sec. 3, linear assignment) and move
+    # each image after the text block of its sentence.
+    assign_images: bool = False
+    judge: JudgeConfig = JudgeConfig()
+
+    @property
+    def clip_on(self) -> bool:
+        return bool(self.checkpoint)
+
+    @property
+    def active(self) -> bool:
+        """Whether the stage does anything: CLIP needs a checkpoint, the judge its switch."""
+        return bool(self.checkpoint) or self.judge.enabled
+
+    @field_validator("architecture")
+    @classmethod
+    def _local_architecture(cls, value: str) -> str:
+        if value.startswith(("hf-hub:", "local-dir:")):
+            raise ValueError("scoring.architecture must be an open_clip config name; weights come from scoring.checkpoint")
+        return value
+
+    @field_validator("checkpoint_sha256")
+    @classmethod
+    def _hex(cls, value: str) -> str:
+        value = value.strip().lower()
+        if value and (len(value) != 64 or any(c not in "0123456789abcdef" for c in value)):
+            raise ValueError("scoring.checkpoint_sha256 must be 64 hex digits")
+        return value
+
+
+class RecycleConfig(_Section):
+    """Stage `recycle`: rejected documents (and optionally kept ones) as image-text pairs."""
+
+    # Caption sources in order of preference: the first that passes the caption rules wins.
+    caption_sources: tuple[Literal["alt", "figcaption", "title", "nearest_sentence"], ...] = (
+        "alt", "figcaption", "title", "nearest_sentence",
+    )
+    # Caption length in words (count_words: CJK by characters). LAION-5B dropped
+    # alt texts shorter than 5 characters (Schuhmann et al. 2022, sec. 3.1);
+    # mmcurate asks for 2 words; CLIP reads at most 77 tokens, ~50 words.
+    min_words: int = Field(default=2, ge=1)
+    max_words: int = Field(default=50, ge=1)
+    min_chars: int = Field(default=5, ge=1)
+    max_chars: int = Field(default=500, ge=1)
+    # Captions that are nothing but these words (case-insensitive) are generic.
+    generic_words: tuple[str, ...] = (
+        "image", "images", "photo", "photos", "picture", "pictures", "img", "pic", "thumbnail",
+        "banner", "logo", "icon", "untitled", "placeholder", "figure", "screenshot", "click",
+        "here", "view", "larger", "full", "size", "more", "read", "a", "an", "the", "of", "and",
+    )
+    # Caption language by the heuristics stage's fastText model: codes to keep (empty:
+    # any) and the minimum probability of the top language (0: no check).
+    languages: tuple[str, ...] = ()
+    min_language_score: float = Field(default=0.0, ge=0, le=1)
+    # Kept documents emit pairs too (marked source_kept = true).
+    from_kept: bool = False
+    # Pairs store the image bytes (img2dataset style) or only the image_id (the
+    # images table holds the bytes).
+    store_bytes: bool = False
+
+
 class WriteConfig(_Section):
     # 0 lets the runner choose the number of shards per table.
     num_shards: int = Field(default=0, ge=0)
@@ -490,6 +638,10 @@ class RunConfig(_Section):
                     f"stage {name!r} is not implemented in this version; "
                     f"available filtering stages: {', '.join(IMPLEMENTED_FILTER_STAGES)}"
                 )
+        for name, needed in STAGE_REQUIRES.items():
+            missing = [n for n in needed if name in value and n not in value]
+            if missing:
+                raise ValueError(f"stage {name!r} needs stage {missing[0]!r}: add it to run.stages (--stages)")
         # Keep funnel order whatever order was given.
         return tuple(s for s in FILTER_STAGES if s in value)
 
@@ -502,6 +654,8 @@ class Config(_Section):
     dedup: DedupConfig = DedupConfig()
     quality: QualityConfig = QualityConfig()
     images: ImagesConfig = ImagesConfig()
+    scoring: ScoringConfig = ScoringConfig()
+    recycle: RecycleConfig = RecycleConfig()
     write: WriteConfig = WriteConfig()
 
     def enabled(self, stage: str) -> bool:
