@@ -29,14 +29,25 @@ DEMO_STAGES := heuristics,dedup,quality,images
 demo: install
 	$(BIN)/mmcurate run $(DEMO_INPUT) --output $(DEMO_OUTPUT) --stages $(DEMO_STAGES)
 
-test: install
+# tests/pipeline/test_report.py renders the run report in headless Chromium (Debian's
+# `chromium`); as root on a machine without it, install it, otherwise say what to install.
+chromium:
+	@if [ -x /usr/bin/chromium ]; then :; \
+	elif [ "$$(id -u)" = 0 ]; then apt-get update && apt-get install -y --no-install-recommends chromium; \
+	else echo "tests/pipeline/test_report.py needs headless Chromium: sudo apt-get install --no-install-recommends chromium (or set MMCURATE_CHROMIUM=/path/to/chromium)"; fi
+
+test: install chromium
 	$(BIN)/python -m pytest
 
 test-slow: install
 	$(BIN)/python -m pytest -m slow
 
+# The side-by-side benchmarks install their peers (datatrove, img2dataset) into their
+# own virtualenvs under /tmp/mmcurate-bench (from PyPI, once).
 bench: install
 	$(BIN)/python benchmarks/bench_read_extract.py
+	$(BIN)/python benchmarks/bench_vs_datatrove.py
+	$(BIN)/python benchmarks/bench_vs_img2dataset.py
 
 # Rebuild the shipped fastText models (quality, mt, llm) from ../shared/data.
 models: install

@@ -235,7 +235,19 @@ def cmd_train(argv: Sequence[str]) -> int:
     return train(argv)
 
 
-COMMANDS = {"run": cmd_run, "train": cmd_train}
+def cmd_report(argv: Sequence[str]) -> int:
+    from mmcurate.pipeline.report import cmd_report as report
+
+    return report(argv)
+
+
+def cmd_inspect(argv: Sequence[str]) -> int:
+    from mmcurate.pipeline.inspect_cmd import cmd_inspect as inspect_output
+
+    return inspect_output(argv)
+
+
+COMMANDS = {"run": cmd_run, "train": cmd_train, "report": cmd_report, "inspect": cmd_inspect}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -245,7 +257,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Curate interleaved image-text pretraining data from WARC files with Apache Beam.",
     )
     top.add_argument("--version", action="version", version=f"mmcurate {__version__}")
-    top.add_argument("command", choices=sorted(COMMANDS), help="run: curate WARC files (see mmcurate run --help); train: train a quality-stage classifier (mmcurate train --help)")
+    top.add_argument("command", choices=sorted(COMMANDS), help="run: curate WARC files (see mmcurate run --help); train: train a quality-stage classifier (mmcurate train --help); report: write DIR/report.html; inspect: documents, decisions or SQL over a run's tables")
     if not argv or argv[0] not in COMMANDS:
         top.parse_args(argv)  # prints help, version or the error
         return 2

@@ -1,0 +1,267 @@
+"""``mmcurate inspect DIR``: look into a run's output from the terminal.
+
+* ``--doc ID`` prints one document as interleaved text with ``[image N]`` markers
+  (or, for a page that did not make it, the decisions about it);
+* ``--reason CODE`` lists the decision rows with that reason code (or exception type);
+* ``--sql QUERY`` runs a DuckDB query over the output tables, registered as views
+  named ``documents``, ``decisions``, ``images`` and ``pairs`` (each when present);
+* with none of them, a summary of the run: tables, totals, decisions by reason.
+
+The module is not called ``inspect`` so that it never shadows the standard library's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import textwrap
+from typing import Any, Iterable, Optional, Sequence, TextIO
+
+import duckdb
+import pyarrow as pa
+
+from mmcurate.schemas.tables import SCHEMAS
+
+MANIFEST = "manifest.json"
+# Tables the views cover, in the order they are listed; `pairs` is the recycle
+# stage's table and is registered only when a run wrote it.
+VIEW_TABLES = ("documents", "decisions", "images", "pairs")
+
+
+class OutputError(ValueError):
+    """DIR is not a run's output directory (no manifest, no tables)."""
+
+
+def table_files(directory: str, table: str) -> list[str]:
+    folder = os.path.join(directory, table)
+    if not os.path.isdir(folder):
+        return []
+    return sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".parquet"))
+
+
+def load_manifest(directory: str) -> dict[str, Any]:
+    path = os.path.join(directory, MANIFEST)
+    if not os.path.isfile(path):
+        raise OutputError(f"{directory} has no {MANIFEST}: not the output directory of a finished mmcurate run")
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def connect(directory: str) -> tuple[duckdb.DuckDBPyConnection, list[str]]:
+    """An in-memory DuckDB with one view per output table present under ``directory``.
+
+    A table the run wrote with no files (an empty result) becomes an empty view
+    with the table's schema, so queries on it return no rows rather than failing.
+    Returns the connection and the names of the views.
+    """
+    if not os.path.isdir(directory):
+        raise OutputError(f"{directory} is not a directory")
+    con = duckdb.connect()
+    names = []
+    for table in VIEW_TABLES:
+        files = table_files(directory, table)
+        if files:
+            listing = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
+            con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet([{listing}])")
+        elif table in SCHEMAS and os.path.isdir(os.path.join(directory, table)):
+            con.register(f"_{table}_empty", pa.Table.from_pylist([], schema=SCHEMAS[table]))
+            con.execute(f"CREATE VIEW {table} AS SELECT * FROM _{table}_empty")
+        else:
+            continue
+        names.append(table)
+    if not names:
+        raise OutputError(f"{directory} holds no output tables (documents/, decisions/, images/, pairs/)")
+    return con, names
+
+
+def _cell(value: Any, width: int) -> str:
+    if value is None:
+        text = "NULL"
+    elif isinstance(value, (bytes, bytearray, memoryview)):
+        text = f"<{len(value)} bytes>"
+    elif isinstance(value, float):
+        text = f"{value:.6g}"
+    else:
+        text = str(value)
+    text = text.replace("\n", " ")
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def format_rows(columns: Sequence[str], rows: Iterable[Sequence[Any]], max_width: int = 60) -> str:
+    """A plain-text table; cells longer than ``max_width`` are cut with an ellipsis."""
+    cells = [[_cell(v, max_width) for v in row] for row in rows]
+    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip()]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
+    lines.append(f"({len(cells)} row{'s' if len(cells) != 1 else ''})")
+    return "\n".join(lines)
+
+
+def run_sql(con: duckdb.DuckDBPyConnection, query: str, max_width: int = 60) -> str:
+    relation = con.sql(query)
+    if relation is None:  # a statement without a result (CREATE, SET, ...)
+        return "ok"
+    return format_rows(relation.columns, relation.fetchall(), max_width)
+
+
+def _signal_line(signals: list[dict[str, Any]], keys: Sequence[str]) -> str:
+    values = {e["key"]: e["value"] for e in signals or []}
+    shown = [f"{k}={values[k]:.4g}" for k in keys if values.get(k) is not None]
+    return ", ".join(shown)
+
+
+MAIN_SIGNALS = ("content.word_count", "language.score", "quality_score", "images.count")
+
+
+def format_document(con: duckdb.DuckDBPyConnection, views: Sequence[str], doc_id: str, width: int = 100) -> Optional[str]:
+    """A kept document as text with image markers, or the decisions about a page
+    that was not kept; None when the id is in neither table."""
+    out: list[str] = []
+    row = None
+    if "documents" in views:
+        rel = con.execute("SELECT * FROM documents WHERE doc_id = ?", [doc_id])
+        names = [d[0] for d in rel.description]
+        found = rel.fetchall()
+        row = dict(zip(names, found[0])) if found else None
+    if row is not None:
+        out.append(f"doc_id    {row['doc_id']}")
+        out.append(f"url       {row['url']}")
+        if row.get("title"):
+            out.append(f"title     {row['title']}")
+        out.append(f"language  {row['language']} ({row['language_score'] or 0:.3f})")
+        out.append(f"nodes     {row['num_texts']} text, {row['num_images']} image")
+        out.append(f"warc      {row['warc_file']} @ {row['warc_offset']}")
+        line = _signal_line(row["signals"], MAIN_SIGNALS)
+        if line:
+            out.append(f"signals   {line}")
+        out.append("")
+        n_image = 0
+        for text, src, meta, tag in zip(row["texts"], row["images"], row["image_meta"], row["node_tags"]):
+            if text is not None:
+                prefix = "# " if tag in ("h1", "h2", "h3", "h4", "h5", "h6") else ""
+                out.append(textwrap.fill(prefix + text, width=width) if text.strip() else "")
+                out.append("")
+                continue
+            n_image += 1
+            meta = meta or {}
+            parts = [f"[image {n_image}: {src}"]
+            if meta.get("width") and meta.get("height"):
+                parts.append(f" {meta['width']}x{meta['height']}")
+            if meta.get("image_id"):
+                parts.append(f" sha256={meta['image_id'][:12]}")
+            if meta.get("clip_score") is not None:
+                parts.append(f" clip={meta['clip_score']:.3f}")
+            if meta.get("alt"):
+                parts.append(f' alt="{meta["alt"]}"')
+            if meta.get("caption"):
+                parts.append(f' caption="{meta["caption"]}"')
+            out.append("".join(parts) + "]")
+            out.append("")
+    if "decisions" in views:
+        rows = con.execute(
+            "SELECT subject, stage, kind, reason, value, threshold, detail, url FROM decisions "
+            "WHERE doc_id = ? ORDER BY stage, subject, reason",
+            [doc_id],
+        ).fetchall()
+        if rows:
+            if row is None:
+                out.append(f"doc_id    {doc_id}")
+                out.append(f"url       {rows[0][7]}")
+                out.append("not kept; decisions:")
+            else:
+                out.append("decisions with this doc_id:")
+            out.append(format_rows(["subject", "stage", "kind", "reason", "value", "threshold", "detail"], [r[:7] for r in rows]))
+    return "\n".join(out).rstrip() + "\n" if out else None
+
+
+def format_reason(con: duckdb.DuckDBPyConnection, reason: str, limit: int) -> Optional[str]:
+    total = con.execute("SELECT count(*) FROM decisions WHERE reason = ?", [reason]).fetchall()[0][0]
+    if not total:
+        return None
+    rows = con.execute(
+        "SELECT doc_id, subject, stage, kind, value, threshold, url, detail FROM decisions "
+        "WHERE reason = ? ORDER BY stage, doc_id LIMIT ?",
+        [reason, limit],
+    ).fetchall()
+    head = f"{reason}: {total} decision row{'s' if total != 1 else ''}" + (f" (first {limit})" if total > limit else "")
+    return head + "\n" + format_rows(["doc_id", "subject", "stage", "kind", "value", "threshold", "url", "detail"], rows)
+
+
+def format_summary(directory: str, con: duckdb.DuckDBPyConnection, views: Sequence[str]) -> str:
+    manifest = load_manifest(directory)
+    totals = manifest.get("totals", {})
+    out = [
+        f"run {manifest.get('run_id')}  ({manifest.get('runner')}, {manifest.get('finished')})",
+        "pages {pages} = kept {kept} + rejected {rejected} + errors {errors}".format(**{k: totals.get(k, "?") for k in ("pages", "kept", "rejected", "errors")}),
+        "views: " + ", ".join(f"{v} ({con.execute(f'SELECT count(*) FROM {v}').fetchall()[0][0]} rows)" for v in views),
+        "",
+    ]
+    if "decisions" in views:
+        rows = con.sql(
+            "SELECT subject, stage, kind, reason, count(*) AS n FROM decisions GROUP BY ALL ORDER BY subject DESC, n DESC, reason"
+        ).fetchall()
+        out.append(format_rows(["subject", "stage", "kind", "reason", "rows"], rows))
+    return "\n".join(out) + "\n"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mmcurate inspect",
+        description="Look into a run's output: one document, the decisions for one reason, or any DuckDB query "
+        "over the tables (views: " + ", ".join(VIEW_TABLES) + ").",
+        epilog="examples:\n"
+        "  mmcurate inspect out --doc 5baf9a2093106e30ae486b399d897602\n"
+        "  mmcurate inspect out --reason gopher.too_few_words\n"
+        "  mmcurate inspect out --sql \"SELECT language, count(*) FROM documents GROUP BY 1\"\n"
+        "  mmcurate inspect out --sql \"SELECT map_from_entries(signals)['quality_score'] AS q, url FROM documents ORDER BY q\"",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("directory", metavar="DIR", help="a run's output directory (local)")
+    what = parser.add_mutually_exclusive_group()
+    what.add_argument("--doc", metavar="ID", help="print a document as interleaved text with image markers")
+    what.add_argument("--reason", metavar="CODE", help="list decision rows with this reason code (or exception type)")
+    what.add_argument("--sql", metavar="QUERY", help="run a DuckDB query over the output tables")
+    parser.add_argument("--limit", type=int, default=50, help="rows --reason lists (default 50)")
+    parser.add_argument("--width", type=int, default=60, help="longest cell in a printed table (default 60)")
+    return parser
+
+
+def cmd_inspect(argv: Sequence[str], out: Optional[TextIO] = None) -> int:
+    out = out or sys.stdout
+    args = _parser().parse_args(list(argv))
+    try:
+        con, views = connect(args.directory)
+        if args.sql:
+            try:
+                out.write(run_sql(con, args.sql, args.width) + "\n")
+            except duckdb.Error as exc:
+                print(f"mmcurate inspect: {exc}", file=sys.stderr)
+                return 1
+        elif args.doc:
+            text = format_document(con, views, args.doc)
+            if text is None:
+                print(f"mmcurate inspect: no document or decision with doc_id {args.doc}", file=sys.stderr)
+                return 1
+            out.write(text)
+        elif args.reason:
+            if "decisions" not in views:
+                print("mmcurate inspect: this output has no decisions table", file=sys.stderr)
+                return 1
+            text = format_reason(con, args.reason, args.limit)
+            if text is None:
+                print(f"mmcurate inspect: no decision with reason {args.reason}", file=sys.stderr)
+                return 1
+            out.write(text + "\n")
+        else:
+            out.write(format_summary(args.directory, con, views))
+    except OutputError as exc:
+        print(f"mmcurate inspect: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(cmd_inspect(sys.argv[1:]))
