@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+import logging
+from typing import Optional, Sequence
 
 import apache_beam as beam
 
@@ -14,6 +15,8 @@ from mmcurate.stages.heuristics import ApplyTextHeuristics
 from mmcurate.stages.images import CurateImages
 from mmcurate.stages.quality import ScoreQuality
 from mmcurate.stages.read import ReadWarc
+from mmcurate.stages.recycle import RecyclePairs
+from mmcurate.stages.scoring import ScoreImageText, ScoringOptions
 from mmcurate.stages.write import WriteCorpus
 
 # Filtering stages in funnel order, each a PTransform from documents to a
@@ -24,10 +27,22 @@ _FILTER_STAGES = {
     "quality": lambda config: ScoreQuality(config.quality),
     # Also takes the image payloads the read stage set aside (see _TAKES_READ).
     "images": lambda config, read: CurateImages(config.images, read.images),
+    # Also takes the images table's rows (the bytes, joined by image_id) and the
+    # accelerator hint of its model transform (see _TAKES_IMAGE_ROWS).
+    "scoring": lambda config, rows, accelerator: ScoreImageText(config.scoring, rows, accelerator=accelerator),
 }
 
 # Stages built from (config, read result) instead of config alone.
 _TAKES_READ = frozenset({"images"})
+# Stages built from (config, images-table rows, accelerator hint).
+_TAKES_IMAGE_ROWS = frozenset({"scoring"})
+
+log = logging.getLogger(__name__)
+
+
+def scoring_accelerator(pipeline: beam.Pipeline) -> Optional[str]:
+    """The --scoring_accelerator flag (set by the dataflow preset's gpu=), if given."""
+    return pipeline.options.view_as(ScoringOptions).scoring_accelerator
 
 
 def build_pipeline(
@@ -48,8 +63,18 @@ def build_pipeline(
     docs = extracted.kept
     image_rows = []
     for stage in config.run.stages:
+        if stage == "recycle":
+            continue  # not a filter of kept documents: built below, from all decisions
+        if stage == "scoring" and not config.scoring.active:
+            log.warning("stage scoring is off: scoring.checkpoint is not set (and scoring.judge is off)")
+            continue
         make = _FILTER_STAGES[stage]
-        transform = make(config, read) if stage in _TAKES_READ else make(config)
+        if stage in _TAKES_READ:
+            transform = make(config, read)
+        elif stage in _TAKES_IMAGE_ROWS:
+            transform = make(config, image_rows[0], scoring_accelerator(pipeline))
+        else:
+            transform = make(config)
         result = docs | stage.capitalize() >> transform
         docs = result.kept
         decisions += [result.rejected, result.errors]
@@ -61,4 +86,19 @@ def build_pipeline(
     if not image_rows:
         image_rows.append(pipeline | "NoImageRows" >> beam.Create([]))
     images = image_rows | "AllImageRows" >> beam.Flatten()
-    _ = (docs, all_decisions, images) | "Write" >> WriteCorpus(output_dir, config.write)
+    pair_rows = pipeline | "NoPairRows" >> beam.Create([])
+    if "recycle" in config.run.stages:
+        # Every decision is known here; recycling reads them and changes no page's fate.
+        recycled = all_decisions | "Recycle" >> RecyclePairs(
+            config.recycle,
+            config.images,
+            config.scoring,
+            language_model_path=config.heuristics.language.model_path,
+            captured=read.images,
+            image_rows=images,
+            kept=docs,
+            accelerator=scoring_accelerator(pipeline),
+        )
+        pair_rows = recycled.pairs
+        all_decisions = (all_decisions, recycled.decisions) | "WithPairDecisions" >> beam.Flatten()
+    _ = (docs, all_decisions, images, pair_rows) | "Write" >> WriteCorpus(output_dir, config.write)

@@ -583,10 +583,13 @@ class RecycleConfig(_Section):
     caption_sources: tuple[Literal["alt", "figcaption", "title", "nearest_sentence"], ...] = (
         "alt", "figcaption", "title", "nearest_sentence",
     )
-    # Caption length in words (count_words: CJK by characters). LAION-5B dropped
-    # alt texts shorter than 5 characters (Schuhmann et al. 2022, sec. 3.1);
-    # mmcurate asks for 2 words; CLIP reads at most 77 tokens, ~50 words.
-    min_words: int = Field(default=2, ge=1)
+    # Caption length. LAION-400M drops alt texts shorter than 5 characters
+    # (Schuhmann et al. 2021, sec. 2.2); one word is enough for mmcurate (a title
+    # or a name; DataComp's basic filter asks English captions for more than two
+    # words: Gadre et al. 2023, sec. 3.4). CLIP reads at most 77 tokens (~50 words):
+    # longer texts are not captions but paragraphs. Words by count_words (CJK by
+    # characters).
+    min_words: int = Field(default=1, ge=1)
     max_words: int = Field(default=50, ge=1)
     min_chars: int = Field(default=5, ge=1)
     max_chars: int = Field(default=500, ge=1)

@@ -58,8 +58,27 @@ def stage_funnel(config: Config, counters: Mapping[tuple[str, str], int], writte
             entry["in"] = names.get("pages", 0)
         if stage == "write":
             entry["in"] = entry["kept"] = written["kept"]
+        if stage == "recycle":
+            entry = recycle_entry(names, written)
+        if stage == "scoring" and not config.scoring.active:
+            entry = {"enabled": False, "why": "scoring.checkpoint is not set (and scoring.judge is off)"}
         funnel[stage] = entry
     return funnel
+
+
+def recycle_entry(names: Mapping[str, int], written: Mapping[str, Any]) -> dict[str, Any]:
+    """Stage `recycle` changes no page's fate: it reports pairs, not a page funnel."""
+    sources = written.get("pair_sources", {})
+    rejected = {n.removeprefix("pair.rejected."): v for n, v in names.items() if n.startswith("pair.rejected.")}
+    return {
+        "enabled": True,
+        "documents_in": names.get("documents", 0),
+        "candidates": names.get("candidates", 0),
+        "pairs": written.get("pairs", {}).get("rows", 0),
+        "recycled_documents": sources.get("recycled_documents", 0),
+        "kept_documents": sources.get("kept_documents", 0),
+        "candidates_rejected_by_reason": dict(sorted(rejected.items())),
+    }
 
 
 def check_counters(funnel: Mapping[str, Any], decision_counts: Mapping[tuple[str, str, str, str], int]) -> list[str]:
@@ -124,8 +143,8 @@ def build_manifest(
         "inputs": inputs,
         "output": output,
         "runner": runner,
-        "stages_run": [s for s in STAGE_NAMES if config.enabled(s)],
-        "stages_off": [s for s in STAGE_NAMES if not config.enabled(s)],
+        "stages_run": [s for s in STAGE_NAMES if funnel.get(s, {"enabled": True})["enabled"]],
+        "stages_off": [s for s in STAGE_NAMES if not funnel.get(s, {"enabled": True})["enabled"]],
         "always_on": list(ALWAYS_ON),
         "totals": totals,
         "stages": funnel,
@@ -151,6 +170,14 @@ def format_funnel(manifest: Mapping[str, Any]) -> str:
     for stage, entry in manifest["stages"].items():
         if not entry.get("enabled"):
             lines.append(f"{stage:<11} {'(off)':>8}")
+            continue
+        if stage == "recycle":
+            lines.append(
+                f"{stage:<11} {entry['pairs']:>8} pairs from {entry['recycled_documents']} rejected"
+                f" (+{entry['kept_documents']} kept) documents; {entry['candidates']} images considered"
+            )
+            for reason, n in entry["candidates_rejected_by_reason"].items():
+                lines.append(f"{'':<11}   dropped {reason}: {n}")
             continue
         per_doc = 1000 * entry["seconds"] / entry["in"] if entry.get("in") and "seconds" in entry else 0.0
         lines.append(

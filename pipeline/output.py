@@ -21,7 +21,7 @@ from typing import Any, Iterable
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from mmcurate.schemas.tables import DECISIONS, DOCUMENTS, TABLES
+from mmcurate.schemas.tables import DECISIONS, DOCUMENTS, PAIRS, TABLES
 
 STAGING = ".staging"
 MANIFEST = "manifest.json"
@@ -117,5 +117,13 @@ def table_summary(directory: str) -> dict[str, Any]:
             columns = pq.read_table(fh, columns=["subject", "stage", "kind", "reason"]).to_pydict()
         counts.update(zip(columns["subject"], columns["stage"], columns["kind"], columns["reason"]))
     summary["decision_counts"] = counts
+    # Source documents of the pairs: rejected ones (recycled) and kept ones.
+    sources: dict[bool, set[str]] = {False: set(), True: set()}
+    for path in table_files(directory, PAIRS):
+        with _open(path) as fh:
+            columns = pq.read_table(fh, columns=["doc_id", "source_kept"]).to_pydict()
+        for doc_id, kept in zip(columns["doc_id"], columns["source_kept"]):
+            sources[bool(kept)].add(doc_id)
+    summary["pair_sources"] = {"recycled_documents": len(sources[False]), "kept_documents": len(sources[True])}
     summary["kept"] = summary[DOCUMENTS]["rows"]
     return summary

@@ -18,14 +18,15 @@ import pyarrow as pa
 
 from mmcurate.schemas.document import Decision, Document, ImageNode, Provenance, TextNode
 
-SCHEMA_VERSION = "2"  # 2: the images table
+SCHEMA_VERSION = "3"  # 2: the images table; 3: the pairs table
 SCHEMA_VERSION_KEY = b"mmcurate.schema_version"
 TABLE_KEY = b"mmcurate.table"
 
 DOCUMENTS = "documents"
 DECISIONS = "decisions"
 IMAGES = "images"
-TABLES = (DOCUMENTS, DECISIONS, IMAGES)
+PAIRS = "pairs"
+TABLES = (DOCUMENTS, DECISIONS, IMAGES, PAIRS)
 
 SIGNALS_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.float64())]))
 METADATA_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.string())]))
@@ -132,7 +133,35 @@ IMAGES_SCHEMA = _with_metadata(
     IMAGES,
 )
 
-SCHEMAS = {DOCUMENTS: DOCUMENTS_SCHEMA, DECISIONS: DECISIONS_SCHEMA, IMAGES: IMAGES_SCHEMA}
+# Image-text pairs (stage recycle) in the img2dataset/LAION convention: url,
+# caption, similarity, width, height, sha256 as those tools name them; then where
+# the caption came from (alt, figcaption, title, nearest_sentence), the image_id
+# joining the images table (= sha256), the bytes when recycle.store_bytes, and the
+# source document: its id, URL, whether it was kept, the stage and reason code that
+# rejected it, and its WARC record. One row per distinct image.
+PAIRS_SCHEMA = _with_metadata(
+    [
+        pa.field("url", pa.string()),
+        pa.field("caption", pa.string()),
+        pa.field("caption_source", pa.string()),
+        pa.field("similarity", pa.float64()),  # CLIP cosine; null when scoring is off
+        pa.field("width", pa.int32()),
+        pa.field("height", pa.int32()),
+        pa.field("format", pa.string()),
+        pa.field("sha256", pa.string()),
+        pa.field("image_id", pa.string()),
+        pa.field("bytes", pa.binary()),
+        pa.field("doc_id", pa.string()),
+        pa.field("doc_url", pa.string()),
+        pa.field("source_kept", pa.bool_()),
+        pa.field("source_stage", pa.string()),
+        pa.field("rejection_reason", pa.string()),
+        *PROVENANCE_FIELDS,
+    ],
+    PAIRS,
+)
+
+SCHEMAS = {DOCUMENTS: DOCUMENTS_SCHEMA, DECISIONS: DECISIONS_SCHEMA, IMAGES: IMAGES_SCHEMA, PAIRS: PAIRS_SCHEMA}
 
 
 def _entries(mapping: Mapping[str, Any], cast) -> list[dict[str, Any]]:

@@ -192,13 +192,16 @@ def load_clip(config: ScoringConfig) -> ClipEncoder:
 
 IMAGE = "image"
 TEXTS = "texts"
+PAIR = "pair"
 
 
 class ClipModelHandler(ModelHandler):
     """open_clip through ``RunInference``. Elements are tagged tuples, so one
     transform (one model copy per worker) embeds both towers:
     ``("image", image_id, bytes)`` -> ``("image", image_id, vector or None, error)``
-    and ``("texts", doc_id, texts)`` -> ``("texts", doc_id, texts, matrix)``.
+    and ``("texts", doc_id, texts)`` -> ``("texts", doc_id, texts, matrix)``; for
+    recycled pairs (an object with ``data`` and ``caption``, stage recycle)
+    ``("pair", pair)`` -> ``("pair", pair, similarity or None, error)``.
     ``loader`` replaces ``load_clip`` (tests pass a fake encoder)."""
 
     def __init__(self, config: ScoringConfig, loader: Any = None):
@@ -212,6 +215,18 @@ class ClipModelHandler(ModelHandler):
     def run_inference(self, batch: Sequence[Any], model: Any, inference_args=None) -> Iterable[Any]:
         images = [e for e in batch if e[0] == IMAGE]
         docs = [e for e in batch if e[0] == TEXTS]
+        pairs = [e[1] for e in batch if e[0] == PAIR]
+        if pairs:
+            vectors, errors = model.encode_images([pair.data for pair in pairs])
+            decoded = [pair for pair, error in zip(pairs, errors) if not error]
+            texts = model.encode_texts([pair.caption for pair in decoded]) if decoded else None
+            row = 0
+            for pair, error in zip(pairs, errors):
+                if error:
+                    yield PAIR, pair, None, error
+                else:
+                    yield PAIR, pair, float(np.dot(vectors[row], texts[row])), ""
+                    row += 1
         if images:
             vectors, errors = model.encode_images([payload for _, _, payload in images])
             row = 0

@@ -14,7 +14,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from mmcurate.pipeline.config import WriteConfig
-from mmcurate.schemas.tables import DECISIONS, DOCUMENTS, IMAGES, SCHEMAS, decision_to_row, document_to_row
+from mmcurate.schemas.tables import DECISIONS, DOCUMENTS, IMAGES, PAIRS, SCHEMAS, decision_to_row, document_to_row
 
 STAGE = "write"
 
@@ -45,9 +45,10 @@ class WriteTable(beam.PTransform):
 
 
 class WriteCorpus(beam.PTransform):
-    """Kept documents, decision rows and (optionally) images-table rows to their
-    tables under ``directory``: ``(documents, decisions[, image_rows]) | WriteCorpus(...)``.
-    The images table is written (possibly empty) either way."""
+    """Kept documents, decision rows and (optionally) images-table and pairs-table
+    rows to their tables under ``directory``:
+    ``(documents, decisions[, image_rows[, pair_rows]]) | WriteCorpus(...)``.
+    The images and pairs tables are written (possibly empty) either way."""
 
     def __init__(self, directory: str, config: WriteConfig, label: str | None = None):
         super().__init__(label)
@@ -57,6 +58,7 @@ class WriteCorpus(beam.PTransform):
     def expand(self, pcolls: tuple[beam.PCollection, beam.PCollection]) -> dict[str, beam.PCollection]:
         documents, decisions, *rest = pcolls
         image_rows = rest[0] if rest else documents.pipeline | "NoImageRows" >> beam.Create([])
+        pair_rows = rest[1] if len(rest) > 1 else documents.pipeline | "NoPairRows" >> beam.Create([])
         return {
             DOCUMENTS: documents
             | "DocumentRows" >> beam.Map(document_to_row)
@@ -65,4 +67,5 @@ class WriteCorpus(beam.PTransform):
             | "DecisionRows" >> beam.Map(decision_to_row)
             | "WriteDecisions" >> WriteTable(self._directory, DECISIONS, self._config),
             IMAGES: image_rows | "WriteImages" >> WriteTable(self._directory, IMAGES, self._config),
+            PAIRS: pair_rows | "WritePairs" >> WriteTable(self._directory, PAIRS, self._config),
         }

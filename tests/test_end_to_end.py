@@ -181,5 +181,5 @@ def test_rerun_replaces_output_cleanly(corpus, tmp_path):
     assert manifest["run_id"] != first and manifest["stages_off"][0] == "dedup"
     kept = sorted(pq.read_table(out / "documents").column("doc_id").to_pylist())
     assert kept == sorted([ids["harbour"], ids["railway"], ids["harbour-copy"]])
-    assert sorted(p.name for p in out.iterdir()) == ["decisions", "documents", "images", "manifest.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["decisions", "documents", "images", "manifest.json", "pairs"]
     assert len(list((out / "documents").glob("*.parquet"))) >= 1

@@ -24,9 +24,9 @@ def test_bad_config_fails_naming_the_key(tmp_path, capsys):
     assert "heuristics.min_wrds: unknown key" in capsys.readouterr().err
 
 
-def test_unimplemented_stage_is_an_error_not_a_no_op(tmp_path, capsys):
+def test_scoring_without_images_is_a_config_error_naming_the_key(tmp_path, capsys):
     assert main(["run", "x.warc", "--output", str(tmp_path), "--stages", "heuristics,scoring"]) == 2
-    assert "stage 'scoring' is not implemented" in capsys.readouterr().err
+    assert "run.stages: Value error, stage 'scoring' needs stage 'images'" in capsys.readouterr().err
 
 
 def test_unknown_flag_is_an_error(tmp_path, capsys):

@@ -34,7 +34,7 @@ def test_toml_file(tmp_path):
         (["heuristics.min_words=-1"], "heuristics.min_words: Input should be greater than or equal to 0"),
         (["write.compression=lz5"], "write.compression"),
         (["run.stages=heuristics,bogus"], "unknown stage 'bogus'"),
-        (["run.stages=recycle"], "stage 'recycle' is not implemented in this version"),
+        (["run.stages=recycle"], "stage 'recycle' needs stage 'images'"),
         (["min_words"], "expected section.key=value"),
     ],
 )

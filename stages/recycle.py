@@ -1,0 +1,473 @@
+"""Stage `recycle`: documents the funnel rejected, turned into image-text pairs.
+
+Recycling never changes a page's fate: it reads the rejection decisions (each
+carries its ``Decision.document``) and writes a second product, the pairs table.
+Cheapest checks first:
+
+1. ``CandidatesFn``: for every image of a document rejected after extraction (and,
+   with ``recycle.from_kept``, of kept documents), the caption is the first of alt
+   text, ``<figcaption>``, title and the nearest sentence that passes the caption
+   rules (``filters.captions``: length, not a file name or URL, not generic words,
+   language with the heuristics stage's fastText model). Failing images are pair
+   decision rows (subject ``pair``) and go no further.
+2. One candidate per canonical image URL (GroupByKey on the URL).
+3. Images: a URL the images stage already handled is taken from its rows (the
+   images table), bytes and verdict alike: an image retrieved for a document that
+   a later stage rejected is reused, and no URL is fetched twice. The other URLs
+   go through the images stage's own retrieval and validation
+   (``ResolveSourcesFn``: WARC captures first; ``FetchImagesFn``: HTTP when
+   ``images.http``), so the same rules and limits apply.
+4. Image dedup as for documents: exact (sha256) and pHash near-duplicates within
+   ``images.phash_max_distance`` (band keys, ``stages.images.nearest_in_band``); one
+   pair per distinct image, the best caption source winning.
+5. With a CLIP checkpoint (``scoring.checkpoint``), each pair's similarity by the
+   same ``ClipModelHandler``; pairs below ``scoring.pair_min_similarity`` are
+   dropped (``clip.pair_low_similarity``).
+
+Outputs: rows of the pairs table (``schemas.tables.PAIRS``) and pair decision rows.
+Counters (namespace ``recycle``): ``documents`` (source documents read),
+``candidates`` (images considered), ``pairs`` (written),
+``pair.rejected.<reason>``, ``caption.source.<source>``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Iterable, NamedTuple, Optional
+
+import apache_beam as beam
+from apache_beam.ml.inference.base import RunInference
+
+from mmcurate.filters import captions, reasons
+from mmcurate.filters import images as image_rules
+from mmcurate.filters.clip import pair_verdict
+from mmcurate.filters.language import load_language_model
+from mmcurate.pipeline.config import ImagesConfig, RecycleConfig, ScoringConfig
+from mmcurate.schemas import KIND_REJECTED, Decision, Document, ImageNode, Provenance
+from mmcurate.schemas.document import SUBJECT_PAGE
+from mmcurate.stages.common import StageCounters
+from mmcurate.stages.images import FETCH, FetchImagesFn, ResolveSourcesFn, nearest_in_band
+from mmcurate.stages.imaging import STATUS_OK, ImageResult
+from mmcurate.stages.retrieval import canonical_url
+from mmcurate.stages.scoring import PAIR, ClipModelHandler, image_payload
+
+log = logging.getLogger(__name__)
+
+STAGE = "recycle"
+SUBJECT_PAIR = "pair"
+DECISIONS = "decisions"
+NEED = "need"
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One candidate image-text pair; image fields are filled once retrieved."""
+
+    url: str  # canonical image URL
+    caption: str
+    caption_source: str
+    doc_id: str
+    doc_url: str
+    provenance: Provenance
+    source_stage: str = ""  # the stage that rejected the document ("" when kept)
+    rejection_reason: str = ""
+    source_kept: bool = False
+    image_id: Optional[str] = None
+    width: Optional[int] = None
+    height: Optional[int] = None
+    format: str = ""
+    phash: Optional[str] = None
+    data: Optional[bytes] = field(default=None, repr=False)
+    similarity: Optional[float] = None
+
+    def rank(self) -> tuple:
+        """Which candidate of one image survives: the better caption source, a
+        rejected document before a kept one, then the smallest doc_id."""
+        order = captions.SOURCES.index(self.caption_source) if self.caption_source in captions.SOURCES else 99
+        return (order, self.source_kept, self.doc_id, self.url)
+
+
+def pair_decision(pair: Pair, reason: str, value=None, threshold=None, detail: str = "") -> Decision:
+    return Decision(
+        doc_id=pair.doc_id,
+        url=pair.url,
+        stage=STAGE,
+        kind=KIND_REJECTED,
+        reason=reason,
+        provenance=pair.provenance,
+        value=value,
+        threshold=threshold,
+        detail=detail,
+        subject=SUBJECT_PAIR,
+    )
+
+
+def caption_rules(config: RecycleConfig) -> captions.CaptionRules:
+    return captions.CaptionRules(
+        min_words=config.min_words,
+        max_words=config.max_words,
+        min_chars=config.min_chars,
+        max_chars=config.max_chars,
+        generic_words=frozenset(w.casefold() for w in config.generic_words),
+        languages=frozenset(config.languages),
+        min_language_score=config.min_language_score,
+    )
+
+
+def document_candidates(
+    doc: Document,
+    rules: captions.CaptionRules,
+    sources: tuple[str, ...],
+    language_model: Any = None,
+    *,
+    stage: str = "",
+    reason: str = "",
+    kept: bool = False,
+) -> Iterable[tuple[bool, Any]]:
+    """(True, Pair) for each image whose caption passes, (False, (url, Verdict))
+    for each that fails. Pure: the caption rules on one document."""
+    for position, node in enumerate(doc.nodes):
+        if not isinstance(node, ImageNode) or not node.src:
+            continue
+        url = canonical_url(node.src)
+        chosen, verdict = captions.choose_caption(captions.caption_candidates(doc, position, sources), rules, language_model)
+        if chosen is None:
+            yield False, (url, verdict)
+            continue
+        source, text = chosen
+        yield True, Pair(
+            url=url,
+            caption=text,
+            caption_source=source,
+            doc_id=doc.doc_id,
+            doc_url=doc.url,
+            provenance=doc.provenance,
+            source_stage=stage,
+            rejection_reason=reason,
+            source_kept=kept,
+        )
+
+
+class CandidatesFn(beam.DoFn):
+    """Rejection decisions (or kept documents) -> candidate pairs; failed captions
+    to the ``decisions`` tag."""
+
+    def __init__(self, config: RecycleConfig, language_model_path: str = "", kept: bool = False):
+        self._config = config
+        self._model_path = language_model_path
+        self._kept = kept
+
+    def setup(self) -> None:
+        self._counters = StageCounters(STAGE)
+        self._rules = caption_rules(self._config)
+        self._model = load_language_model(self._model_path) if self._rules.needs_language else None
+
+    def process(self, element: Any) -> Iterable:
+        if self._kept:
+            doc, stage, reason = element, "", ""
+        else:
+            doc, stage, reason = element.document, element.stage, element.reason
+        self._counters.inc("documents")
+        for ok, item in document_candidates(
+            doc, self._rules, self._config.caption_sources, self._model, stage=stage, reason=reason, kept=self._kept
+        ):
+            self._counters.inc("candidates")
+            if ok:
+                yield item
+                continue
+            url, verdict = item
+            self._counters.inc(f"pair.rejected.{verdict.reason}")
+            probe = Pair(url=url, caption="", caption_source="", doc_id=doc.doc_id, doc_url=doc.url, provenance=doc.provenance)
+            yield beam.pvalue.TaggedOutput(
+                DECISIONS, pair_decision(probe, verdict.reason, verdict.value, verdict.threshold, verdict.detail)
+            )
+
+
+def recyclable(decision: Decision) -> bool:
+    """A page rejected by a rule after extraction, with its document attached."""
+    return decision.subject == SUBJECT_PAGE and decision.kind == KIND_REJECTED and decision.document is not None
+
+
+class _CountingFn(beam.DoFn):
+    """Base of the recycle DoFns that count rejected pairs."""
+
+    def setup(self) -> None:
+        self._counters = StageCounters(STAGE)
+
+    def _reject(self, pair: Pair, reason: str, value=None, threshold=None, detail: str = ""):
+        self._counters.inc(f"pair.rejected.{reason}")
+        return beam.pvalue.TaggedOutput(DECISIONS, pair_decision(pair, reason, value, threshold, detail))
+
+
+class BestPerKeyFn(_CountingFn):
+    """One pair per key (URL, or near-duplicate cluster): the best ranked; the
+    others are ``pair.duplicate_image`` rows."""
+
+    def process(self, element: tuple[str, Iterable[Pair]]) -> Iterable:
+        key, pairs = element
+        pairs = sorted(pairs, key=Pair.rank)
+        yield pairs[0]
+        for other in pairs[1:]:
+            yield self._reject(other, reasons.PAIR_DUPLICATE_IMAGE, detail=f"same image as {pairs[0].doc_id} ({key[:64]})")
+
+
+def _with_image(pair: Pair, result: Any) -> Pair:
+    return dataclasses.replace(
+        pair,
+        image_id=result.image_id,
+        width=result.width,
+        height=result.height,
+        format=result.format,
+        phash=result.phash,
+        data=result.data,
+    )
+
+
+class ReuseImagesFn(_CountingFn):
+    """A URL's pair joined with the images stage's row for it: reused (bytes and
+    verdict), or sent on to retrieval (``need``) when the images stage never saw it."""
+
+    def process(self, element: tuple[str, dict]) -> Iterable:
+        url, joined = element
+        rows = list(joined["row"])
+        for pair in joined["pair"]:
+            if not rows:
+                yield beam.pvalue.TaggedOutput(NEED, (url, pair))
+                continue
+            ok = [r for r in rows if r.get("status") == STATUS_OK and r.get("image_id")]
+            if not ok:
+                row = rows[0]
+                yield self._reject(pair, reasons.PAIR_IMAGE_NOT_RETRIEVED, detail=f"images: {row.get('reason') or row.get('status')}")
+                continue
+            row = ok[0]
+            data = image_payload(row)
+            if data is None:
+                yield self._reject(pair, reasons.PAIR_IMAGE_NOT_RETRIEVED, detail="images: no bytes stored")
+                continue
+            self._counters.inc("images.reused")
+            yield dataclasses.replace(
+                pair, image_id=row["image_id"], width=row["width"], height=row["height"],
+                format=row.get("format") or "", phash=row.get("phash"), data=data,
+            )
+
+
+class AttachResultsFn(_CountingFn):
+    """A URL's pair joined with its retrieval result."""
+
+    def process(self, element: tuple[str, dict]) -> Iterable:
+        _, joined = element
+        results = list(joined["result"])
+        for pair in joined["pair"]:
+            result: Optional[ImageResult] = results[0] if results else None
+            if result is None or result.status != STATUS_OK:
+                why = result.reason if result is not None else "no result"
+                yield self._reject(pair, reasons.PAIR_IMAGE_NOT_RETRIEVED, detail=f"retrieval: {why}")
+                continue
+            yield _with_image(pair, result)
+
+
+class ScorePairsFn(_CountingFn):
+    """CLIP results -> pairs at or above the pair threshold."""
+
+    def __init__(self, min_similarity: float):
+        self._min = min_similarity
+
+    def process(self, element: tuple) -> Iterable:
+        _, pair, similarity, error = element
+        if similarity is None:
+            yield self._reject(pair, reasons.PAIR_IMAGE_NOT_RETRIEVED, detail=f"scoring: {error}")
+            return
+        pair = dataclasses.replace(pair, similarity=similarity)
+        verdict = pair_verdict(similarity, min_similarity=self._min)
+        if verdict.keep:
+            yield pair
+        else:
+            yield self._reject(pair, verdict.reason, verdict.value, verdict.threshold)
+
+
+def pair_to_row(pair: Pair, store_bytes: bool) -> dict[str, Any]:
+    prov = pair.provenance
+    return {
+        "url": pair.url,
+        "caption": pair.caption,
+        "caption_source": pair.caption_source,
+        "similarity": pair.similarity,
+        "width": pair.width,
+        "height": pair.height,
+        "format": pair.format,
+        "sha256": pair.image_id,
+        "image_id": pair.image_id,
+        "bytes": pair.data if store_bytes else None,
+        "doc_id": pair.doc_id,
+        "doc_url": pair.doc_url,
+        "source_kept": pair.source_kept,
+        "source_stage": pair.source_stage,
+        "rejection_reason": pair.rejection_reason,
+        "warc_file": prov.warc_file,
+        "warc_record_id": prov.record_id,
+        "warc_date": prov.date,
+        "warc_offset": prov.offset,
+        "warc_length": prov.length,
+    }
+
+
+class _WriteRowFn(beam.DoFn):
+    def __init__(self, store_bytes: bool):
+        self._store_bytes = store_bytes
+
+    def setup(self) -> None:
+        self._counters = StageCounters(STAGE)
+
+    def process(self, pair: Pair) -> Iterable[dict]:
+        self._counters.inc("pairs")
+        self._counters.inc(f"caption.source.{pair.caption_source}")
+        yield pair_to_row(pair, self._store_bytes)
+
+
+def _by_cluster(element: tuple[str, dict]) -> Iterable[tuple[str, Pair]]:
+    image_id, joined = element
+    reps = list(joined["rep"])
+    for pair in joined["pair"]:
+        yield (reps[0] if reps else image_id), pair
+
+
+class RecycleResult(NamedTuple):
+    pairs: beam.PCollection  # dict rows of the pairs table
+    decisions: beam.PCollection  # Decision rows, subject "pair"
+
+
+class RecyclePairs(beam.PTransform):
+    """The `recycle` stage: ``decisions | RecyclePairs(...)`` -> ``RecycleResult``.
+
+    ``decisions`` are all page decisions of the run; ``captured`` the read stage's
+    image payloads; ``image_rows`` the images stage's rows (reused by URL);
+    ``kept`` the kept documents (used with ``recycle.from_kept``). ``loader``
+    replaces the CLIP loader (tests); CLIP runs when ``scoring.checkpoint`` is set
+    or a loader is given."""
+
+    def __init__(
+        self,
+        config: RecycleConfig,
+        images: ImagesConfig,
+        scoring: Optional[ScoringConfig] = None,
+        *,
+        language_model_path: str = "",
+        captured: Optional[beam.PCollection] = None,
+        image_rows: Optional[beam.PCollection] = None,
+        kept: Optional[beam.PCollection] = None,
+        loader: Any = None,
+        accelerator: Optional[str] = None,
+        label: Optional[str] = None,
+    ):
+        super().__init__(label)
+        self._config = config
+        self._images = images
+        self._scoring = scoring or ScoringConfig()
+        self._model_path = language_model_path
+        self._captured = captured
+        self._rows = image_rows
+        self._kept = kept
+        self._loader = loader
+        hint = self._scoring.accelerator if accelerator is None else accelerator
+        self._accelerator = hint if self._scoring.device == "cuda" else ""
+
+    def expand(self, decisions: beam.PCollection) -> RecycleResult:
+        config, images = self._config, self._images
+        p = decisions.pipeline
+        empty = lambda label: p | label >> beam.Create([])  # noqa: E731
+        captured = self._captured if self._captured is not None else empty("NoCaptured")
+        rows = self._rows if self._rows is not None else empty("NoImageRows")
+        found = (
+            decisions
+            | "Recyclable" >> beam.Filter(recyclable)
+            | "Candidates" >> beam.ParDo(CandidatesFn(config, self._model_path)).with_outputs(DECISIONS, main="pairs")
+        )
+        candidates, rejected = [found["pairs"]], [found[DECISIONS]]
+        if config.from_kept and self._kept is not None:
+            from_kept = self._kept | "KeptCandidates" >> beam.ParDo(
+                CandidatesFn(config, self._model_path, kept=True)
+            ).with_outputs(DECISIONS, main="pairs")
+            candidates.append(from_kept["pairs"])
+            rejected.append(from_kept[DECISIONS])
+        per_url = (
+            candidates
+            | "AllCandidates" >> beam.Flatten()
+            | "KeyByUrl" >> beam.Map(lambda pair: (pair.url, pair))
+            | "GroupByUrl" >> beam.GroupByKey()
+            | "OnePerUrl" >> beam.ParDo(BestPerKeyFn()).with_outputs(DECISIONS, main="pairs")
+        )
+        rejected.append(per_url[DECISIONS])
+        rows_by_url = rows | "RowsByUrl" >> beam.FlatMap(lambda r: [(u, r) for u in (r.get("urls") or [])])
+        reused = (
+            {"pair": per_url["pairs"] | "PairByUrl" >> beam.Map(lambda pair: (pair.url, pair)), "row": rows_by_url}
+            | "JoinImageRows" >> beam.CoGroupByKey()
+            | "Reuse" >> beam.ParDo(ReuseImagesFn()).with_outputs(NEED, DECISIONS, main="pairs")
+        )
+        rejected.append(reused[DECISIONS])
+        # URLs the images stage never saw: its own retrieval and validation.
+        need = reused[NEED]
+        resolved = (
+            {
+                "want": need | "Wanted" >> beam.Map(lambda e: (e[0], None)),
+                "captured": captured | "CapturedByUrl" >> beam.Map(lambda image: (canonical_url(image.url), image)),
+            }
+            | "GroupWanted" >> beam.CoGroupByKey()
+            | "ResolveSources" >> beam.ParDo(ResolveSourcesFn(images)).with_outputs(FETCH, main="results")
+        )
+        fetched = (
+            resolved[FETCH]
+            | "SpreadFetches" >> beam.Reshuffle()
+            | "BatchUrls" >> beam.BatchElements(min_batch_size=1, max_batch_size=images.batch_size)
+            | "Fetch" >> beam.ParDo(FetchImagesFn(images))
+        )
+        results = (resolved["results"], fetched) | "AllResults" >> beam.Flatten()
+        attached = (
+            {"pair": need, "result": results | "ResultByUrl" >> beam.Map(lambda r: (r.url, r))}
+            | "JoinResults" >> beam.CoGroupByKey()
+            | "Attach" >> beam.ParDo(AttachResultsFn()).with_outputs(DECISIONS, main="pairs")
+        )
+        rejected.append(attached[DECISIONS])
+        with_images = (reused["pairs"], attached["pairs"]) | "WithImages" >> beam.Flatten()
+        # One pair per distinct image: exact and pHash near-duplicates, as for documents.
+        hashes = (
+            with_images
+            | "HashById" >> beam.Map(lambda pair: (pair.image_id, pair.phash))
+            | "DistinctHashes" >> beam.Distinct()
+        )
+        if images.phash_max_distance >= 0:
+            k = images.phash_max_distance
+            reps = (
+                hashes
+                | "BandKeys" >> beam.FlatMap(lambda h: [(key, h) for key in image_rules.band_keys(h[1], k)])
+                | "GroupByBand" >> beam.GroupByKey()
+                | "NearestInBand" >> beam.FlatMap(nearest_in_band, k)
+                | "SmallestNeighbour" >> beam.CombinePerKey(min)
+            )
+        else:
+            reps = hashes | "OwnCluster" >> beam.Map(lambda h: (h[0], h[0]))
+        distinct = (
+            {"pair": with_images | "PairById" >> beam.Map(lambda pair: (pair.image_id, pair)), "rep": reps}
+            | "JoinClusters" >> beam.CoGroupByKey()
+            | "ByCluster" >> beam.FlatMap(_by_cluster)
+            | "GroupByCluster" >> beam.GroupByKey()
+            | "OnePerImage" >> beam.ParDo(BestPerKeyFn()).with_outputs(DECISIONS, main="pairs")
+        )
+        rejected.append(distinct[DECISIONS])
+        pairs = distinct["pairs"]
+        if self._scoring.clip_on or self._loader is not None:
+            inference = RunInference(ClipModelHandler(self._scoring, self._loader))
+            if self._accelerator:
+                inference = inference.with_resource_hints(accelerator=self._accelerator)
+            scored = (
+                pairs
+                | "TagPairs" >> beam.Map(lambda pair: (PAIR, pair))
+                | "Spread" >> beam.Reshuffle()
+                | "Clip" >> inference
+                | "Threshold" >> beam.ParDo(ScorePairsFn(self._scoring.pair_min_similarity)).with_outputs(DECISIONS, main="pairs")
+            )
+            rejected.append(scored[DECISIONS])
+            pairs = scored["pairs"]
+        rows_out = pairs | "PairRows" >> beam.ParDo(_WriteRowFn(config.store_bytes))
+        return RecycleResult(rows_out, rejected | "PairDecisions" >> beam.Flatten())
