@@ -597,7 +597,7 @@ class RecycleConfig(_Section):
     generic_words: tuple[str, ...] = (
         "image", "images", "photo", "photos", "picture", "pictures", "img", "pic", "thumbnail",
         "banner", "logo", "icon", "untitled", "placeholder", "figure", "screenshot", "click",
-        "here", "view", "larger", "full", "size", "more", "read", "a", "an", "the", "of", "and",
+        "here", "view", "larger", "full", "size", "more", "read", "a", "an", "the", "of", "and", "to",
     )
     # Caption language by the heuristics stage's fastText model: codes to keep (empty:
     # any) and the minimum probability of the top language (0: no check).
