@@ -157,8 +157,10 @@ def _dataflow(p: dict[str, Optional[str]]) -> list[str]:
     if p["gpu"]:
         count = _positive_int("gpu_count", p["gpu_count"] or "1")
         # Beam's accelerator resource hint, in the form Dataflow documents for GPU
-        # workers (https://cloud.google.com/dataflow/docs/gpu/use-gpus).
-        flags.append(f"--resource_hints=accelerator=type:{p['gpu']};count:{count};install-nvidia-driver")
+        # workers (https://cloud.google.com/dataflow/docs/gpu/use-gpus), scoped to
+        # the scoring stage's model transforms (stages.scoring.ScoringOptions) rather
+        # than the whole pipeline: only CLIP asks for the GPU.
+        flags.append(f"--scoring_accelerator=type:{p['gpu']};count:{count};install-nvidia-driver")
     return flags
 
 
@@ -221,7 +223,7 @@ PRESETS: dict[str, Preset] = {
                 Param("setup_file", "worker package from this path (default: this repository's pyproject.toml)"),
                 Param("wheel", "worker package from a wheel built from this repository instead"),
                 Param("worker_image", "custom SDK container image (the pinned stack preinstalled)"),
-                Param("gpu", "accelerator type for the workers, e.g. nvidia-l4 (scoring)"),
+                Param("gpu", "accelerator type for the scoring stage's model transforms, e.g. nvidia-l4"),
                 Param("gpu_count", "accelerators per worker", default="1"),
             ),
             _dataflow,

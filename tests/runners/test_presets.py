@@ -69,7 +69,7 @@ def test_dataflow_ships_this_repository_and_asks_for_gpus():
         "--staging_location=gs://b/tmp/staging",
         "--machine_type=g2-standard-8",
         f"--setup_file={PROJECT_ROOT / 'pyproject.toml'}",
-        "--resource_hints=accelerator=type:nvidia-l4;count:1;install-nvidia-driver",
+        "--scoring_accelerator=type:nvidia-l4;count:1;install-nvidia-driver",
     ]
     wheel = preset_args("dataflow", {"project": "p", "region": "r", "temp_location": "gs://b/t", "wheel": "dist/m.whl"})
     assert "--extra_package=dist/m.whl" in wheel and not any(f.startswith("--setup_file") for f in wheel)

@@ -271,3 +271,34 @@ def test_cuda_asks_for_an_accelerator_on_the_model_transform_only():
     gpu = ScoreImageText(ScoringConfig(device="cuda"), loader=fake_loader, accelerator="type:nvidia-l4;count:1;install-nvidia-driver")
     hints = gpu.model_transform().get_resource_hints()
     assert list(hints.values()) == [b"type:nvidia-l4;count:1;install-nvidia-driver"]
+
+
+def test_dataflow_gpu_hint_lands_on_the_scoring_model_transform_only(tiny_checkpoint, tmp_path):
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    from mmcurate.pipeline.build import build_pipeline
+    from mmcurate.runners.presets import preset_args
+
+    flags = preset_args("dataflow", {"project": "p", "region": "r", "temp_location": "gs://b/t", "gpu": "nvidia-l4"})
+    accelerator = [f for f in flags if f.startswith("--scoring_accelerator=")]
+    config_path, checkpoint, digest = tiny_checkpoint
+    config = load_config(
+        overrides=[
+            "run.stages=heuristics,images,scoring,recycle",
+            "scoring.architecture=mmcurate-tiny",
+            f"scoring.architecture_config={config_path}",
+            f"scoring.checkpoint={checkpoint}",
+            "scoring.device=cuda",
+        ]
+    )
+    p = beam.Pipeline(options=PipelineOptions(accelerator))
+    build_pipeline(p, ["unused.warc"], str(tmp_path), config)
+
+    def walk(node):
+        yield node
+        for part in node.parts:
+            yield from walk(part)
+
+    hinted = {n.full_label: n.resource_hints for n in walk(p._root_transform()) if n.resource_hints}
+    assert hinted and all(label.startswith(("Scoring/Embed", "Recycle/Clip")) for label in hinted)
+    assert {v for hints in hinted.values() for v in hints.values()} == {b"type:nvidia-l4;count:1;install-nvidia-driver"}
