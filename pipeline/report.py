@@ -407,14 +407,22 @@ def distributions(con: duckdb.DuckDBPyConnection, views: Sequence[str], manifest
             ).fetchall()
         ]
         if clip:
-            scoring = manifest.get("config", {}).get("scoring", {}) or {}
-            thr = [
-                (float(v), f"scoring.{k}")
-                for k, v in sorted(scoring.items())
-                if isinstance(v, (int, float)) and not isinstance(v, bool) and k.startswith(("min_", "max_")) and ("clip" in k or "score" in k or "similarity" in k)
-            ]
+            thr = _thresholds(
+                manifest,
+                [
+                    ("scoring.image_min_similarity", "scoring.image_min_similarity", "scoring"),
+                    ("scoring.share_threshold", "scoring.share_threshold", "scoring"),
+                ],
+            )
             figures.append(
                 histogram_svg(Distribution("CLIP image-text similarity (per kept image)", clip, [], thr), "dist-clip")
+            )
+    if "pairs" in views:
+        similarity = [float(v) for (v,) in con.sql("SELECT similarity FROM pairs WHERE similarity IS NOT NULL").fetchall()]
+        if similarity:
+            thr = _thresholds(manifest, [("scoring.pair_min_similarity", "scoring.pair_min_similarity", "recycle")])
+            figures.append(
+                histogram_svg(Distribution("CLIP similarity of recycled pairs", similarity, [], thr), "dist-pairs")
             )
 
     if "documents" in views:
@@ -619,7 +627,9 @@ def image_decisions(con: duckdb.DuckDBPyConnection, views: Sequence[str], per_re
     return "".join(out)
 
 
-def pairs_section(con: duckdb.DuckDBPyConnection, views: Sequence[str], directory: str, n: int) -> str:
+def pairs_section(
+    con: duckdb.DuckDBPyConnection, views: Sequence[str], directory: str, manifest: Mapping[str, Any], n: int
+) -> str:
     """A sample of recycled pairs: every scalar column, and the image inline when the
     row carries its bytes or an image_id the images table holds."""
     if "pairs" not in views:
@@ -629,8 +639,9 @@ def pairs_section(con: duckdb.DuckDBPyConnection, views: Sequence[str], director
     names = [d[0] for d in rel.description]
     rows = [dict(zip(names, r)) for r in rel.fetchall()]
     if not rows:
-        return '<p id="no-pairs">the pairs table is empty</p>'
-    binary = [c for c in names if rows and any(isinstance(r[c], (bytes, bytearray, memoryview)) for r in rows)]
+        why = "" if stage_ran(manifest, "recycle") else " (the recycle stage did not run)"
+        return f'<p id="no-pairs">the pairs table is empty{why}</p>'
+    binary = [c for c in names if c == "bytes" or any(isinstance(r[c], (bytes, bytearray, memoryview)) for r in rows)]
     ids = {r["image_id"] for r in rows if r.get("image_id")}
     data_urls = _image_lookup(con, views, directory, ids)
     shown = [c for c in names if c not in binary and not isinstance(rows[0][c], (list, dict))]
@@ -735,7 +746,7 @@ def render(directory: str, kept_sample: int = 8, rejected_per_reason: int = 3, m
             '<h2 id="image-decisions">Image decisions</h2>',
             image_decisions(con, views, rejected_per_reason),
             '<h2 id="pairs">Recycled pairs</h2>',
-            pairs_section(con, views, directory, 24),
+            pairs_section(con, views, directory, manifest, 24),
         ]
     finally:
         con.close()

@@ -78,8 +78,10 @@ def test_sql_over_the_views(report_run, capsys):
         capsys,
     )
     assert code == 0 and sorted(l.split()[0] for l in text.splitlines()[2:-1]) == sorted([ids["harbour"], ids["orchard"]])
-    code, _, err = run([out, "--sql", "SELECT * FROM pairs"], capsys)
-    assert code == 1 and "pairs" in err  # no pairs table in this run: no such view
+    code, text, _ = run([out, "--sql", "SELECT * FROM pairs"], capsys)
+    assert code == 0 and text.splitlines()[-1] == "(0 rows)"  # the recycle stage did not run
+    code, _, err = run([out, "--sql", "SELECT * FROM no_such_table"], capsys)
+    assert code == 1 and "no_such_table" in err
 
 
 def test_summary_and_not_a_run(report_run, tmp_path, capsys):
@@ -87,7 +89,7 @@ def test_summary_and_not_a_run(report_run, tmp_path, capsys):
     code, text, _ = run([out], capsys)
     assert code == 0
     assert "pages 5 = kept 2 + rejected 3 + errors 0" in text
-    assert "views: documents (2 rows), decisions (5 rows), images (4 rows)" in text
+    assert "views: documents (2 rows), decisions (5 rows), images (4 rows), pairs (0 rows)" in text
     assert run([tmp_path], capsys)[0] == 2
 
 

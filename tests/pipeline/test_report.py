@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 
 import aiohttp
-import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from lxml import html as lxml_html
@@ -22,6 +21,7 @@ from lxml import html as lxml_html
 from mmcurate.filters import reasons
 from mmcurate.pipeline.cli import main
 from mmcurate.pipeline.report import CSP, REPORT, write_report
+from mmcurate.schemas.tables import PAIRS, PAIRS_SCHEMA, to_table
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM_FLAGS = [
@@ -114,26 +114,35 @@ def test_rejected_pages_by_reason_with_their_text(report):
 
 
 def test_pairs_shown_when_the_run_has_a_pairs_table(report_run, tmp_path):
-    out, _ = report_run
-    assert "no pairs table in this run" in Path(write_report(str(out))).read_text()
+    out, ids = report_run
+    page = Path(write_report(str(out))).read_text()
+    assert "the pairs table is empty (the recycle stage did not run)" in page
     copy = tmp_path / "out"
     shutil.copytree(out, copy)
+    shutil.rmtree(copy / "pairs")
+    assert "no pairs table in this run" in Path(write_report(str(copy))).read_text()
     metas = [m for row in pq.read_table(copy / "documents").to_pylist() for m in row["image_meta"] if m]
-    image_id = metas[0]["image_id"]
     (copy / "pairs").mkdir()
-    pairs = pa.table(
-        {
-            "url": ["https://news.example.org/img/harbour.jpg"],
-            "caption": ["The harbour, photographed in spring."],
-            "caption_source": ["figcaption"],
-            "image_id": [image_id],
-        }
+    row = {name: None for name in PAIRS_SCHEMA.names}
+    row.update(
+        url="https://news.example.org/img/harbour.jpg",
+        caption="The harbour, photographed in spring.",
+        caption_source="figcaption",
+        similarity=0.31,
+        image_id=metas[0]["image_id"],
+        doc_id=ids["copy"],
+        source_kept=False,
+        source_stage="dedup",
+        rejection_reason=reasons.DEDUP_EXACT_TEXT,
     )
-    pq.write_table(pairs, copy / "pairs" / "part-00000-of-00001.parquet")
+    pq.write_table(to_table([row], PAIRS), copy / "pairs" / "part-00000-of-00001.parquet")
     page = lxml_html.parse(write_report(str(copy))).getroot()
     table = page.get_element_by_id("pairs-table")
     assert "The harbour, photographed in spring." in table.text_content()
+    assert reasons.DEDUP_EXACT_TEXT in table.text_content()
+    assert "bytes" not in table.xpath(".//th/text()")
     assert table.xpath(".//img/@src")[0].startswith("data:image/")
+    assert "CLIP similarity of recycled pairs" in page.xpath("//figure[@class='dist']/figcaption/b/text()")
 
 
 def test_run_without_images_table_shows_url_placeholders(tmp_path):
