@@ -8,28 +8,46 @@ from typing import Optional, Sequence
 import apache_beam as beam
 
 from mmcurate.pipeline.config import Config
+from mmcurate.runners.options import ScoringOptions
 from mmcurate.runners.progress import CountKeptFn
 from mmcurate.stages.dedup import DedupDocuments
 from mmcurate.stages.extract import ExtractDocuments
 from mmcurate.stages.heuristics import ApplyTextHeuristics
-from mmcurate.stages.images import CurateImages
-from mmcurate.stages.quality import ScoreQuality
 from mmcurate.stages.read import ReadWarc
-from mmcurate.stages.recycle import RecyclePairs
-from mmcurate.stages.scoring import ScoreImageText, ScoringOptions
 from mmcurate.stages.write import WriteCorpus
+
+
+# The model stages are imported only when they run: Beam's RunInference module
+# imports torch (about 1.5 s and 600 MB), which a text-only run never needs.
+def _score_quality(config: Config) -> beam.PTransform:
+    from mmcurate.stages.quality import ScoreQuality
+
+    return ScoreQuality(config.quality)
+
+
+def _curate_images(config: Config, read) -> beam.PTransform:
+    from mmcurate.stages.images import CurateImages
+
+    return CurateImages(config.images, read.images)
+
+
+def _score_image_text(config: Config, rows, accelerator) -> beam.PTransform:
+    from mmcurate.stages.scoring import ScoreImageText
+
+    return ScoreImageText(config.scoring, rows, accelerator=accelerator)
+
 
 # Filtering stages in funnel order, each a PTransform from documents to a
 # StageResult, built from its own config section only.
 _FILTER_STAGES = {
     "heuristics": lambda config: ApplyTextHeuristics(config.heuristics),
     "dedup": lambda config: DedupDocuments(config.dedup),
-    "quality": lambda config: ScoreQuality(config.quality),
+    "quality": _score_quality,
     # Also takes the image payloads the read stage set aside (see _TAKES_READ).
-    "images": lambda config, read: CurateImages(config.images, read.images),
+    "images": _curate_images,
     # Also takes the images table's rows (the bytes, joined by image_id) and the
     # accelerator hint of its model transform (see _TAKES_IMAGE_ROWS).
-    "scoring": lambda config, rows, accelerator: ScoreImageText(config.scoring, rows, accelerator=accelerator),
+    "scoring": _score_image_text,
 }
 
 # Stages built from (config, read result) instead of config alone.
@@ -88,6 +106,8 @@ def build_pipeline(
     images = image_rows | "AllImageRows" >> beam.Flatten()
     pair_rows = pipeline | "NoPairRows" >> beam.Create([])
     if "recycle" in config.run.stages:
+        from mmcurate.stages.recycle import RecyclePairs
+
         # Every decision is known here; recycling reads them and changes no page's fate.
         recycled = all_decisions | "Recycle" >> RecyclePairs(
             config.recycle,

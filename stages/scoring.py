@@ -41,7 +41,6 @@ import apache_beam as beam
 import numpy as np
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.ml.inference.base import ModelHandler, RunInference
-from apache_beam.options.pipeline_options import PipelineOptions
 
 from mmcurate.filters import clip as rules
 from mmcurate.filters import reasons
@@ -56,6 +55,7 @@ from mmcurate.schemas import (
     ImageNode,
     TextNode,
 )
+from mmcurate.runners.options import ScoringOptions  # noqa: F401  (registers --scoring_accelerator)
 from mmcurate.stages.clip_model import ChecksumError, ClipEncoder, check_checkpoint, file_sha256, load_clip  # noqa: F401
 from mmcurate.stages.common import ERRORS, KEPT, REJECTED, StageCounters, StageResult, error_decision, rejection_decision
 from mmcurate.stages.failures import error_detail
@@ -63,19 +63,6 @@ from mmcurate.stages.failures import error_detail
 log = logging.getLogger(__name__)
 
 STAGE = "scoring"
-
-
-class ScoringOptions(PipelineOptions):
-    """The Beam flag the dataflow runner preset sets for GPU scoring."""
-
-    @classmethod
-    def _add_argparse_args(cls, parser):
-        parser.add_argument(
-            "--scoring_accelerator",
-            default=None,
-            help="accelerator resource hint for the scoring stage's model transforms only, "
-            "e.g. type:nvidia-l4;count:1;install-nvidia-driver (overrides scoring.accelerator)",
-        )
 
 
 IMAGE = "image"
