@@ -33,8 +33,12 @@ A flag that neither mmcurate nor Beam knows is an error.
 
 outputs under --output DIR:
   documents/*.parquet   kept documents (OBELICS-style interleaved texts/images)
-  decisions/*.parquet   one row per rejected or failed page: stage, kind, reason,
-                        value, threshold, detail, signals, WARC provenance
+  decisions/*.parquet   one row per rejected or failed page (or image, pair
+                        candidate): stage, kind, reason, value, threshold,
+                        detail, signals, WARC provenance
+  images/*.parquet      retrieved images (stage images): sha256 id, URLs, bytes,
+                        size, pHash, status
+  pairs/*.parquet       recycled image-text pairs (stage recycle)
   manifest.json         totals (pages = kept + rejected + errors), the funnel per
                         stage, WARC record counts, config and its sha256, versions
 """
@@ -227,7 +231,7 @@ def cmd_run(argv: Sequence[str]) -> int:
         print(f"mmcurate: {exc}", file=sys.stderr)
         return 1
     print(format_funnel(manifest))
-    print(f"output: {manifest['output']} (manifest.json, documents/, decisions/)")
+    print(f"output: {manifest['output']} (manifest.json, documents/, decisions/, images/, pairs/)")
     return 0
 
 
