@@ -308,6 +308,29 @@ def nearest_in_band(element: tuple[str, Iterable[tuple[str, str]]], max_distance
             yield image_id, best
 
 
+class ClusterByPhash(beam.PTransform):
+    """``(image_id, phash)`` -> ``(image_id, representative image_id)``: the smallest
+    id within Hamming distance ``max_distance``, found through band keys (pigeonhole:
+    k+1 bands, so any pair within k shares a band), never all pairs. A negative
+    distance makes each image its own representative."""
+
+    def __init__(self, max_distance: int, label: Optional[str] = None):
+        super().__init__(label)
+        self._k = max_distance
+
+    def expand(self, hashes: beam.PCollection) -> beam.PCollection:
+        k = self._k
+        if k < 0:
+            return hashes | "OwnCluster" >> beam.Map(lambda h: (h[0], h[0]))
+        return (
+            hashes
+            | "BandKeys" >> beam.FlatMap(lambda h: [(key, h) for key in rules.band_keys(h[1], k)])
+            | "GroupByBand" >> beam.GroupByKey()
+            | "NearestInBand" >> beam.FlatMap(nearest_in_band, k)
+            | "SmallestNeighbour" >> beam.CombinePerKey(min)
+        )
+
+
 class ClusterUsageFn(beam.DoFn):
     """Per cluster: count distinct documents; emit each member's ``Cluster`` and,
     when too frequent, one image decision per member."""
@@ -641,17 +664,7 @@ class CurateImages(beam.PTransform):
             | "HashById" >> beam.Map(lambda r: (r.image_id, r.phash))
             | "DistinctIds" >> beam.Distinct()
         )
-        if config.phash_max_distance >= 0:
-            k = config.phash_max_distance
-            reps = (
-                hashes
-                | "BandKeys" >> beam.FlatMap(lambda h: [(key, h) for key in rules.band_keys(h[1], k)])
-                | "GroupByBand" >> beam.GroupByKey()
-                | "NearestInBand" >> beam.FlatMap(nearest_in_band, k)
-                | "SmallestNeighbour" >> beam.CombinePerKey(min)
-            )
-        else:
-            reps = hashes | "OwnCluster" >> beam.Map(lambda h: (h[0], h[0]))
+        reps = hashes | "NearDuplicates" >> ClusterByPhash(config.phash_max_distance)
         members = reps | "Members" >> beam.Map(lambda r: (r[1], ("m", r[0])))
         cluster_docs = (
             {"rep": reps, "usage": linked[USAGE]}

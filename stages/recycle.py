@@ -18,7 +18,7 @@ Cheapest checks first:
    (``ResolveSourcesFn``: WARC captures first; ``FetchImagesFn``: HTTP when
    ``images.http``), so the same rules and limits apply.
 4. Image dedup as for documents: exact (sha256) and pHash near-duplicates within
-   ``images.phash_max_distance`` (band keys, ``stages.images.nearest_in_band``); one
+   ``images.phash_max_distance`` (band keys, ``stages.images.ClusterByPhash``); one
    pair per distinct image, the best caption source winning.
 5. With a CLIP checkpoint (``scoring.checkpoint``), each pair's similarity by the
    same ``ClipModelHandler``; pairs below ``scoring.pair_min_similarity`` are
@@ -41,14 +41,13 @@ import apache_beam as beam
 from apache_beam.ml.inference.base import RunInference
 
 from mmcurate.filters import captions, reasons
-from mmcurate.filters import images as image_rules
 from mmcurate.filters.clip import pair_verdict
 from mmcurate.filters.language import load_language_model
 from mmcurate.pipeline.config import ImagesConfig, RecycleConfig, ScoringConfig
 from mmcurate.schemas import KIND_REJECTED, Decision, Document, ImageNode, Provenance
 from mmcurate.schemas.document import SUBJECT_PAGE
 from mmcurate.stages.common import StageCounters
-from mmcurate.stages.images import FETCH, FetchImagesFn, ResolveSourcesFn, nearest_in_band
+from mmcurate.stages.images import FETCH, ClusterByPhash, FetchImagesFn, ResolveSourcesFn
 from mmcurate.stages.imaging import STATUS_OK, ImageResult
 from mmcurate.stages.retrieval import canonical_url
 from mmcurate.stages.scoring import PAIR, ClipModelHandler, image_payload
@@ -436,17 +435,7 @@ class RecyclePairs(beam.PTransform):
             | "HashById" >> beam.Map(lambda pair: (pair.image_id, pair.phash))
             | "DistinctHashes" >> beam.Distinct()
         )
-        if images.phash_max_distance >= 0:
-            k = images.phash_max_distance
-            reps = (
-                hashes
-                | "BandKeys" >> beam.FlatMap(lambda h: [(key, h) for key in image_rules.band_keys(h[1], k)])
-                | "GroupByBand" >> beam.GroupByKey()
-                | "NearestInBand" >> beam.FlatMap(nearest_in_band, k)
-                | "SmallestNeighbour" >> beam.CombinePerKey(min)
-            )
-        else:
-            reps = hashes | "OwnCluster" >> beam.Map(lambda h: (h[0], h[0]))
+        reps = hashes | "NearDuplicates" >> ClusterByPhash(images.phash_max_distance)
         distinct = (
             {"pair": with_images | "PairById" >> beam.Map(lambda pair: (pair.image_id, pair)), "rep": reps}
             | "JoinClusters" >> beam.CoGroupByKey()
