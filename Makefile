@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-stamp
 DEMO_INPUT  := tests/fixtures/warc/demo.warc.gz
 DEMO_OUTPUT := demo-output
 
-.PHONY: install demo test test-slow bench models clean
+.PHONY: install demo test test-slow lint bench models clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,9 @@ bench: install
 	$(BIN)/python benchmarks/bench_read_extract.py
 	$(BIN)/python benchmarks/bench_vs_datatrove.py
 	$(BIN)/python benchmarks/bench_vs_img2dataset.py
+
+lint: install
+	$(BIN)/ruff check pipeline stages filters schemas runners tests benchmarks
 
 # Rebuild the shipped fastText models (quality, mt, llm) from ../shared/data.
 models: install

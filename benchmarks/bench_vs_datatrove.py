@@ -38,7 +38,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from peers import BENCH_DIR, FIXTURE_WARCS, MMCURATE_PYTHON, ROOT, build_repeated_warc, ensure_venv, installed_versions, measure, table  # noqa: E402
+from peers import BENCH_DIR, FIXTURE_WARCS, MMCURATE_PYTHON, build_repeated_warc, ensure_venv, installed_versions, measure, table  # noqa: E402
 
 # datatrove[processing] 0.10.1 as published does not run the text path on its own:
 # its WarcReader needs faust-cchardet, python-magic and warcio, its English word

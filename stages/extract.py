@@ -42,7 +42,7 @@ from mmcurate.stages.common import (
     error_decision,
 )
 from mmcurate.stages.extractors import Extraction, Extractor, load_extractor
-from mmcurate.stages.isolation import ExtractionTimeout, ExtractorCrashed, ExtractorFailed, ExtractorProcess
+from mmcurate.stages.isolation import ExtractionTimeout, ExtractorFailed, ExtractorProcess
 
 log = logging.getLogger(__name__)
 

@@ -55,7 +55,6 @@ from mmcurate.filters import reasons
 from mmcurate.filters.verdict import reject
 from mmcurate.pipeline.config import ImagesConfig
 from mmcurate.schemas import (
-    KIND_ERROR,
     KIND_REJECTED,
     SUBJECT_IMAGE,
     CapturedImage,

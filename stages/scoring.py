@@ -35,7 +35,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from typing import Any, Iterable, Mapping, NamedTuple, Optional, Sequence
+from typing import Any, Iterable, Mapping, Optional, Sequence
 
 import apache_beam as beam
 import numpy as np
@@ -43,7 +43,6 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.ml.inference.base import ModelHandler, RunInference
 
 from mmcurate.filters import clip as rules
-from mmcurate.filters import reasons
 from mmcurate.filters.captions import split_sentences
 from mmcurate.pipeline.config import ScoringConfig
 from mmcurate.schemas import (
@@ -58,7 +57,6 @@ from mmcurate.schemas import (
 from mmcurate.runners.options import ScoringOptions  # noqa: F401  (registers --scoring_accelerator)
 from mmcurate.stages.clip_model import ChecksumError, ClipEncoder, check_checkpoint, file_sha256, load_clip  # noqa: F401
 from mmcurate.stages.common import ERRORS, KEPT, REJECTED, StageCounters, StageResult, error_decision, rejection_decision
-from mmcurate.stages.failures import error_detail
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,6 @@
 DirectRunner, to Parquet in tmp_path, read back with pyarrow and DuckDB."""
 
 import json
-from pathlib import Path
 
 import duckdb
 import pyarrow.dataset as ds

@@ -11,7 +11,7 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from docfactory import PROSE, make_doc
 from mmcurate.filters import minhash, reasons
-from mmcurate.pipeline.config import DedupConfig, ExtractConfig, ReadConfig
+from mmcurate.pipeline.config import DedupConfig
 from mmcurate.stages.dedup import ConnectedComponents, DedupDocuments, describe_lsh, rank_string
 
 OTHER = "A different article about the mountain railway, its tunnels and the villages along the line."
