@@ -179,7 +179,7 @@ def test_survivors_with_two_worker_processes():
 
 @pytest.mark.slow
 def test_survivor_prefers_the_quality_signal_then_the_earliest():
-    docs = [d.with_signals({"quality.score": q}) for d, q in zip(CHAIN[:3], (0.2, 0.9, 0.5))] + CHAIN[3:]
+    docs = [d.with_signals({"quality_score": q}) for d, q in zip(CHAIN[:3], (0.2, 0.9, 0.5))] + CHAIN[3:]
     p, _ = _run(
         docs,
         kept=["chain-1"],
