@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-stamp
 DEMO_INPUT  := tests/fixtures/warc/demo.warc.gz
 DEMO_OUTPUT := demo-output
 
-.PHONY: install demo test test-slow lint bench models clean
+.PHONY: install demo chromium test test-slow lint bench bench-all models clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,16 @@ bench: install
 	$(BIN)/python benchmarks/bench_read_extract.py
 	$(BIN)/python benchmarks/bench_vs_datatrove.py
 	$(BIN)/python benchmarks/bench_vs_img2dataset.py
+
+# Every benchmark, each stage's own included (several minutes; dedup's 100k run is
+# `benchmarks/bench_dedup.py --large`).
+bench-all: bench
+	$(BIN)/python benchmarks/bench_heuristics.py
+	$(BIN)/python benchmarks/bench_dedup.py
+	HF_HUB_OFFLINE=1 $(BIN)/python benchmarks/bench_quality.py
+	$(BIN)/python benchmarks/bench_images.py
+	$(BIN)/python benchmarks/bench_clip.py
+	$(BIN)/python benchmarks/bench_runners.py
 
 lint: install
 	$(BIN)/ruff check pipeline stages filters schemas runners tests benchmarks
