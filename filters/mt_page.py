@@ -24,18 +24,17 @@ _WIDGET_MARKERS = re.compile(
         [
             r"translate\.google(?:apis)?\.com/translate_a/element\.js",
             r"google_translate_element",
-            r"googleTranslateElementInit",
+            r"googletranslateelementinit",
             r"gtranslate",
             r"cdn\.weglot\.com",
-            r"weglot[-_.](?:container|switcher|init)|Weglot\.initialize",
+            r"weglot[-_.](?:container|switcher|init)|weglot\.initialize",
             r"conveythis",
             r"transposh",
             r"cdn\.bablic\.com|bablic\.(?:init|com/js)",
-            r"global\.localizecdn\.com|Localize\.initialize",
+            r"global\.localizecdn\.com|localize\.initialize",
             r"trp-floater-ls|translatepress-automatic",
         ]
-    ),
-    re.IGNORECASE,
+    )
 )
 
 _NOTICE_MARKERS = re.compile(
@@ -53,14 +52,20 @@ _NOTICE_MARKERS = re.compile(
             r"automatisch vertaald|machinaal vertaald",
             r"机器翻译|自动翻译|機械翻訳|自動翻訳",
         ]
-    ),
-    re.IGNORECASE,
+    )
 )
 
 
+# Every marker contains one of these: pages without any (nearly all) skip the
+# regular expressions, which would otherwise cost as much as extraction itself.
+_WIDGET_KEYS = ("translate", "gtranslate", "weglot", "conveythis", "transposh", "bablic", "localize", "trp-floater")
+_NOTICE_KEYS = ("translat", "übersetz", "tradu", "vertaald", "翻译", "翻訳")
+
+
 def page_markers(html: str) -> dict[str, float]:
-    """Counts of translation-widget markers and machine-translation notices in ``html``."""
-    return {
-        WIDGET: float(len(_WIDGET_MARKERS.findall(html))),
-        NOTICE: float(len(_NOTICE_MARKERS.findall(html))),
-    }
+    """Counts of translation-widget markers and machine-translation notices in ``html``
+    (case-insensitive: the patterns are lower case and run on the lowered page)."""
+    low = html.lower()
+    widgets = len(_WIDGET_MARKERS.findall(low)) if any(k in low for k in _WIDGET_KEYS) else 0
+    notices = len(_NOTICE_MARKERS.findall(low)) if any(k in low for k in _NOTICE_KEYS) else 0
+    return {WIDGET: float(widgets), NOTICE: float(notices)}

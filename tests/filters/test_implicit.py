@@ -18,6 +18,7 @@ def test_page_markers_count_widgets_and_notices():
     assert page_markers(GOOGLE_PAGE)[WIDGET] == 3.0
     assert page_markers(NOTICE_PAGE) == {WIDGET: 0.0, NOTICE: 2.0}
     assert page_markers("<p>We translate books by hand.</p>") == {WIDGET: 0.0, NOTICE: 0.0}
+    assert page_markers("<P>MACHINE TRANSLATED</P><DIV CLASS=\"WEGLOT-CONTAINER\"></DIV>") == {WIDGET: 1.0, NOTICE: 1.0}
 
 
 @pytest.mark.parametrize(
