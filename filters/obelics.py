@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
+from collections import Counter
 
 import numpy as np
 
@@ -51,11 +52,25 @@ def special_character_ratio(text: str) -> float:
     return special / len(text)
 
 
+# Below this many n-grams a Counter is faster than numpy's per-call overhead, which
+# dominates on pages of hundreds of short nodes (the rules run per node).
+_SMALL_NGRAMS = 256
+
+
+def _ngram_counts_small(items, n: int) -> list[int]:
+    return list(Counter(tuple(items[i : i + n]) for i in range(len(items) - n + 1)).values())
+
+
 def character_repetition_ratio(text: str, n: int) -> float:
     """Share of character n-gram occurrences held by the sqrt(distinct) most
     frequent repeated n-grams."""
     if len(text) < n:
         return 0.0
+    if len(text) - n + 1 <= _SMALL_NGRAMS:
+        counts = sorted(Counter(text[i : i + n] for i in range(len(text) - n + 1)).values(), reverse=True)
+        repeated = sum(1 for c in counts if c > 1)
+        top = min(math.isqrt(len(counts)), repeated)
+        return sum(counts[:top]) / sum(counts) if top else 0.0
     _, counts = np.unique(ngram_hashes(char_ids(text), n), return_counts=True)
     repeated = int(np.count_nonzero(counts > 1))
     top = min(math.isqrt(len(counts)), repeated)
@@ -69,6 +84,9 @@ def word_repetition_ratio(text: str, n: int) -> float:
     words = [w.casefold() for w in word_units(text)]
     if len(words) < n:
         return 0.0
+    if len(words) - n + 1 <= _SMALL_NGRAMS:
+        counts = _ngram_counts_small(words, n)
+        return sum(c for c in counts if c > 1) / sum(counts)
     _, counts = np.unique(ngram_hashes(token_ids(words), n), return_counts=True)
     return float(counts[counts > 1].sum()) / float(counts.sum())
 
