@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Iterable, NamedTuple, Sequence
+from typing import Callable, Iterable, NamedTuple, Sequence
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
@@ -15,6 +15,9 @@ from mmcurate.schemas import KIND_ERROR, KIND_REJECTED, Decision, Document
 from mmcurate.stages.failures import error_detail
 
 log = logging.getLogger(__name__)
+
+# A filter, or an edit that returns the changed document (see apply_filters).
+DocumentStep = Callable[[Document], "Verdict | Document"]
 
 # Output tags of a stage's ParDo.
 KEPT = "kept"
@@ -98,18 +101,24 @@ class StageCounters:
         self.inc(COUNTER_MICROS, int((time.perf_counter() - started) * 1e6))
 
 
-def apply_filters(doc: Document, filters: Sequence[DocumentFilter]) -> tuple[Document, Verdict | None]:
-    """Run filters in order; stop at the first rejection.
+def apply_filters(doc: Document, steps: Sequence[DocumentStep]) -> tuple[Document, Verdict | None]:
+    """Run steps in order; stop at the first rejection.
 
+    A step is a filter (returns a ``Verdict``, whose signals are merged into the
+    document) or a named edit such as node cleanup (returns the edited ``Document``).
     Returns the document with every measured signal merged in, and the rejecting
-    verdict (None when every filter kept it).
+    verdict (None when every step kept it).
     """
     signals: dict[str, float] = {}
-    for filter_fn in filters:
-        verdict = filter_fn(doc)
-        signals.update(verdict.signals)
-        if not verdict.keep:
-            return doc.with_signals(signals), verdict
+    for step in steps:
+        result = step(doc)
+        if isinstance(result, Document):
+            doc = result.with_signals(signals)
+            signals = {}
+            continue
+        signals.update(result.signals)
+        if not result.keep:
+            return doc.with_signals(signals), result
     return doc.with_signals(signals), None
 
 

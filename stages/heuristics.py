@@ -23,13 +23,12 @@ from __future__ import annotations
 import logging
 import time
 from functools import partial
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from mmcurate.filters import c4, content, fineweb, gopher, language, nodes, obelics, urls
-from mmcurate.filters.verdict import Verdict
 from mmcurate.pipeline.config import HeuristicsConfig
 from mmcurate.schemas import Document
 from mmcurate.stages.common import (
@@ -37,7 +36,9 @@ from mmcurate.stages.common import (
     KEPT,
     REJECTED,
     StageCounters,
+    DocumentStep,
     StageResult,
+    apply_filters,
     error_decision,
     rejection_decision,
 )
@@ -45,10 +46,6 @@ from mmcurate.stages.common import (
 log = logging.getLogger(__name__)
 
 STAGE = "heuristics"
-
-# A step is a filter (document -> Verdict) or a transform (document -> Document).
-Step = Callable[[Document], Any]
-
 
 def read_blocklists(paths: Sequence[str]) -> list[str]:
     """Entries of every blocklist file, through Beam's filesystems (local, gs://, s3://)."""
@@ -80,9 +77,9 @@ def heuristic_steps(
     language_model: Any,
     blocked_domains: frozenset[str] = frozenset(),
     blocked_substrings: Sequence[str] = (),
-) -> list[Step]:
+) -> list[DocumentStep]:
     """The stage's steps with thresholds bound from config, cheapest first."""
-    steps: list[Step] = []
+    steps: list[DocumentStep] = []
     if blocked_domains:
         steps.append(partial(urls.blocklisted_domain, domains=blocked_domains))
     pattern = urls.compile_substrings(blocked_substrings)
@@ -175,27 +172,13 @@ def heuristic_steps(
     return steps
 
 
-def apply_steps(doc: Document, steps: Sequence[Step]) -> tuple[Document, Verdict | None]:
-    """Run steps in order; a transform replaces the document, a filter's signals are
-    merged into it; stop at the first rejection."""
-    for step in steps:
-        result = step(doc)
-        if isinstance(result, Document):
-            doc = result
-            continue
-        doc = doc.with_signals(result.signals)
-        if not result.keep:
-            return doc, result
-    return doc, None
-
-
 class ApplyHeuristicsFn(beam.DoFn):
     """Emits kept documents on the main output and ``Decision`` rows on ``rejected``
     and ``errors``."""
 
     def __init__(self, config: HeuristicsConfig):
         self._config = config
-        self._steps: list[Step] = []
+        self._steps: list[DocumentStep] = []
         self._counters: StageCounters | None = None
 
     def setup(self) -> None:
@@ -212,7 +195,7 @@ class ApplyHeuristicsFn(beam.DoFn):
         counters = self._counters
         started = time.perf_counter()
         try:
-            out, verdict = apply_steps(doc, self._steps)
+            out, verdict = apply_filters(doc, self._steps)
         except Exception as exc:  # a rule bug or bad input: one error row, never a crash
             log.debug("heuristics failed on %s", doc.doc_id, exc_info=True)
             counters.error(exc)
