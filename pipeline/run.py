@@ -3,6 +3,7 @@ and writes the manifest."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
@@ -121,10 +122,10 @@ def resolve_index(patterns: Sequence[str]) -> tuple[list[str], int, int]:
     return resolved, files, ranged
 
 
-def _wait(pipeline: beam.Pipeline, result_box: list) -> Any:
+def _run(pipeline: beam.Pipeline) -> tuple[Any, Any]:
+    """Runs ``pipeline`` to the end: (result, final state)."""
     result = pipeline.run()
-    result_box.append(result)
-    return result.wait_until_finish()
+    return result, result.wait_until_finish()
 
 
 def run_curation(
@@ -181,13 +182,9 @@ def run_curation(
     clock = time.perf_counter()
     pipeline = beam.Pipeline(options=options)
     build_pipeline(pipeline, patterns, staging, config, reader=reader)
-    results: list = []
-    if progress:
-        with ProgressMonitor(n_bytes, run_id):
-            state = _wait(pipeline, results)
-    else:
-        state = _wait(pipeline, results)
-    result = results[0]
+    # The monitor must be listening before the workers start: DirectRunner's run() blocks.
+    with ProgressMonitor(n_bytes, run_id) if progress else contextlib.nullcontext():
+        result, state = _run(pipeline)
     if state not in (PipelineState.DONE, None):
         raise RunError(f"pipeline ended in state {state}; nothing was published (staging kept at {staging})")
     wall = time.perf_counter() - clock
