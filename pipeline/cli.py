@@ -253,7 +253,13 @@ def cmd_inspect(argv: Sequence[str]) -> int:
     return inspect_output(argv)
 
 
-COMMANDS = {"run": cmd_run, "train": cmd_train, "report": cmd_report, "inspect": cmd_inspect}
+def cmd_plan(argv: Sequence[str]) -> int:
+    from mmcurate.pipeline.plan import cmd_plan as plan
+
+    return plan(argv)
+
+
+COMMANDS = {"run": cmd_run, "train": cmd_train, "report": cmd_report, "inspect": cmd_inspect, "plan": cmd_plan}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -263,7 +269,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Curate interleaved image-text pretraining data from WARC files with Apache Beam.",
     )
     top.add_argument("--version", action="version", version=f"mmcurate {__version__}")
-    top.add_argument("command", choices=sorted(COMMANDS), help="run: curate WARC files (see mmcurate run --help); train: train a quality-stage classifier (mmcurate train --help); report: write DIR/report.html; inspect: documents, decisions or SQL over a run's tables")
+    top.add_argument("command", choices=sorted(COMMANDS), help="run: curate WARC files (see mmcurate run --help); train: train a quality-stage classifier (mmcurate train --help); report: write DIR/report.html; inspect: documents, decisions or SQL over a run's tables; plan: choose the next CC-index records to read from what runs yielded per source (mmcurate plan --help)")
     if not argv or argv[0] not in COMMANDS:
         top.parse_args(argv)  # prints help, version or the error
         return 2
