@@ -63,13 +63,17 @@ class Observation(NamedTuple):
     success: bool  # a kept document with >= min_images images
     kept: bool
     images: int  # images in the kept document (0 if not kept)
+    # Images stage: image URLs the page referenced, and how many of them survived
+    # retrieval, validation and dedup (both 0 when the stage did not see the page).
+    referenced: int = 0
+    retained: int = 0
 
 
 @dataclass
 class YieldStats:
     """Counts per domain, host and feature value; merge() makes it a Beam combiner's
     accumulator. Each value is [pages, successes] (domains: [pages, successes,
-    kept, images])."""
+    kept, images, images referenced, images retained])."""
 
     pages: int = 0
     successes: int = 0
@@ -85,11 +89,13 @@ class YieldStats:
         self.successes += s
         self.kept += k
         self.images += obs.images
-        d = self.domains.setdefault(obs.domain, [0, 0, 0, 0])
+        d = self.domains.setdefault(obs.domain, [0, 0, 0, 0, 0, 0])
         d[0] += 1
         d[1] += s
         d[2] += k
         d[3] += obs.images
+        d[4] += obs.referenced
+        d[5] += obs.retained
         h = self.hosts.setdefault(obs.host, [0, 0])
         h[0] += 1
         h[1] += s
@@ -300,6 +306,7 @@ def summarise(
         d = stats.domains.get(entry["domain"])
         entry["successes_read"] = d[1] if d else 0
         entry["images_per_kept_document"] = round(d[3] / d[2], 3) if d and d[2] else None
+        entry["image_retrieval_success"] = round(d[5] / d[4], 3) if d and d[4] else None
         entry["expected_successes"] = round(entry["expected_successes"], 3)
     languages = {}
     for lang, wanted in sorted(quotas.items()):

@@ -662,6 +662,127 @@ def pairs_section(
     return "".join(out)
 
 
+# --------------------------------------------------------------------------- sources
+
+SOURCE_MIN_PAGES = 3  # domains with fewer pages read are left out of top/bottom
+
+
+def _index_languages(manifest: Mapping[str, Any]) -> dict[str, str]:
+    """pointer key -> first detected language, from the CC-index pointer files a run
+    read by ``run --index`` (when they have ``content_languages``)."""
+    from mmcurate.filters.sources import first_language, pointer_key
+
+    files = (manifest.get("index") or {}).get("files") or []
+    if not files:
+        return {}
+    out: dict[str, str] = {}
+    con = duckdb.connect()
+    try:
+        for pattern in files:
+            reader = "read_csv_auto" if pattern.lower().endswith((".csv", ".csv.gz", ".tsv")) else "read_parquet"
+            try:
+                rows = con.execute(
+                    f"SELECT warc_filename, warc_record_offset, content_languages FROM {reader}(?)", [pattern]
+                ).fetchall()
+            except duckdb.Error:
+                continue  # moved, remote, or without content_languages: languages stay unknown
+            for name, offset, langs in rows:
+                if name is not None and offset is not None:
+                    out[pointer_key(name, int(offset))] = first_language(langs)
+    finally:
+        con.close()
+    return out
+
+
+def source_yields(con: duckdb.DuckDBPyConnection, views: Sequence[str], manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """Per registered domain and per language: pages read, pages that became
+    documents with >= 1 image, images in them."""
+    from mmcurate.filters.sources import host_of, normalise_language, pointer_key, registered_domain
+
+    parts = []
+    if "documents" in views:
+        parts.append("SELECT url, warc_file, warc_offset, coalesce(num_images, 0) AS images, language FROM documents")
+    if "decisions" in views:
+        parts.append("SELECT url, warc_file, warc_offset, 0, NULL FROM decisions WHERE subject = 'page'")
+    if not parts:
+        return {"domains": [], "languages": [], "language_source": None}
+    by_index = _index_languages(manifest)
+    domains: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+    languages: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+    hosts: dict[str, str] = {}
+    for url, warc_file, offset, images, language in con.execute(" UNION ALL ".join(parts)).fetchall():
+        host = host_of(url or "")
+        domain = hosts.get(host)
+        if domain is None:
+            domain = hosts[host] = registered_domain(host) or "(no host)"
+        success = int(images >= 1)
+        for table, key in ((domains, domain), (languages, None)):
+            if key is None:
+                if by_index:
+                    key = by_index.get(pointer_key(warc_file or "", offset if offset is not None else -1)) or "unknown"
+                elif success:
+                    key = normalise_language(language) or "unknown"
+                else:
+                    continue
+            entry = table[key]
+            entry[0] += 1
+            entry[1] += success
+            entry[2] += images
+    def rows(table: Mapping[str, list[int]]) -> list[dict[str, Any]]:
+        return [
+            {"key": k, "pages": n, "multimodal": s, "share": s / n if n else 0.0, "images_per_document": i / s if s else None}
+            for k, (n, s, i) in table.items()
+        ]
+    return {
+        "domains": rows(domains),
+        "languages": sorted(rows(languages), key=lambda r: (-r["pages"], r["key"])),
+        "language_source": "index" if by_index else "documents",
+    }
+
+
+def _yield_table(table_id: str, label: str, rows: Sequence[Mapping[str, Any]]) -> str:
+    out = [f'<table id="{table_id}"><thead><tr><th>{label}</th><th>pages read</th><th>documents with images</th>'
+           "<th>share</th><th>images per document</th></tr></thead><tbody>"]
+    for r in rows:
+        ipd = "" if r["images_per_document"] is None else f"{r['images_per_document']:.1f}"
+        out.append(f"<tr><td>{esc(r['key'])}</td><td>{r['pages']}</td><td>{r['multimodal']}</td>"
+                   f"<td>{r['share']:.1%}</td><td>{ipd}</td></tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def sources_section(con: duckdb.DuckDBPyConnection, views: Sequence[str], manifest: Mapping[str, Any], n: int = 10) -> str:
+    """Yield per registered domain (top and bottom) and multimodal share per language:
+    what ``mmcurate plan`` learns from this run."""
+    found = source_yields(con, views, manifest)
+    domains = found["domains"]
+    if not domains:
+        return '<p id="no-sources">no pages in this run</p>'
+    measured = [r for r in domains if r["pages"] >= SOURCE_MIN_PAGES]
+    if len(measured) < n:
+        measured = domains
+    best = sorted(measured, key=lambda r: (-r["share"], -r["pages"], r["key"]))
+    top = best[:n]
+    bottom = [r for r in sorted(measured, key=lambda r: (r["share"], -r["pages"], r["key"])) if r not in top][:n]
+    out = [
+        f"<p>{len(domains)} registered domains; the share of pages read that became documents with at least one "
+        f"image (domains with at least {SOURCE_MIN_PAGES} pages read, when there are {n} such). <code>mmcurate plan</code> "
+        "learns from these figures which sources to read next (README: Rebalancing sources).</p>",
+        "<h3>Highest yield</h3>",
+        _yield_table("sources-top", "domain", top),
+    ]
+    if bottom:
+        out += ["<h3>Lowest yield</h3>", _yield_table("sources-bottom", "domain", bottom)]
+    if found["language_source"] == "index":
+        note = "Languages are the first of the CC index's <code>content_languages</code> of each page read."
+    else:
+        note = ("Languages of rejected pages are unknown to a run over whole WARC files, so this lists the documents "
+                "with images per language (their language ID); a run by <code>run --index</code> over pointers with "
+                "<code>content_languages</code> shows the share per language.")
+    out += [f'<h3>Multimodal share per language</h3><p>{note}</p>', _yield_table("sources-languages", "language", found["languages"])]
+    return "".join(out)
+
+
 # ------------------------------------------------------------------------------ page
 
 STYLE = """
@@ -747,6 +868,8 @@ def render(directory: str, kept_sample: int = 8, rejected_per_reason: int = 3, m
             image_decisions(con, views, rejected_per_reason),
             '<h2 id="pairs">Recycled pairs</h2>',
             pairs_section(con, views, directory, manifest, 24),
+            '<h2 id="sources">Sources</h2>',
+            sources_section(con, views, manifest),
         ]
     finally:
         con.close()

@@ -263,6 +263,18 @@ class PageRead(NamedTuple):
     success: bool
     kept: bool
     images: int
+    referenced: int = 0  # image URLs (signal images.referenced of the images stage)
+    retained: int = 0  # of those, kept after retrieval and dedup (referenced - images.removed)
+
+
+def _image_signals(signals) -> tuple[int, int]:
+    referenced = removed = 0
+    for entry in signals or ():
+        if entry["key"] == "images.referenced":
+            referenced = int(entry["value"] or 0)
+        elif entry["key"] == "images.removed":
+            removed = int(entry["value"] or 0)
+    return referenced, max(referenced - removed, 0)
 
 
 class ReadRunTableFn(beam.DoFn):
@@ -277,23 +289,21 @@ class ReadRunTableFn(beam.DoFn):
         counter = beam.metrics.Metrics.counter(NAMESPACE, "pages_read")
         with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as fh:
             parquet = pq.ParquetFile(fh)
-            if table == "documents":
-                columns = ["url", "num_images", "warc_file", "warc_offset"]
-            else:
-                columns = ["url", "subject", "warc_file", "warc_offset"]
+            first = "num_images" if table == "documents" else "subject"
+            columns = [first, "url", "warc_file", "warc_offset", "signals"]
             for batch in parquet.iter_batches(batch_size=_BATCH_ROWS, columns=columns):
                 data = batch.to_pydict()
-                if table == "documents":
-                    for url, images, warc, offset in zip(data["url"], data["num_images"], data["warc_file"], data["warc_offset"]):
-                        images = int(images or 0)
-                        counter.inc()
-                        yield PageRead(_read_pointer(warc, offset), url or "", images >= self._min_images, True, images)
-                else:
-                    for url, subject, warc, offset in zip(data["url"], data["subject"], data["warc_file"], data["warc_offset"]):
-                        if subject != SUBJECT_PAGE:
-                            continue
-                        counter.inc()
-                        yield PageRead(_read_pointer(warc, offset), url or "", False, False, 0)
+                for value, url, warc, offset, signals in zip(*(data[c] for c in columns)):
+                    if table == "documents":
+                        kept, images = True, int(value or 0)
+                    elif value == SUBJECT_PAGE:
+                        kept, images = False, 0
+                    else:
+                        continue  # image and pair rows are not pages
+                    counter.inc()
+                    pointer = _read_pointer(warc, offset)
+                    success = kept and images >= self._min_images
+                    yield PageRead(pointer, url or "", success, kept, images, *_image_signals(signals))
 
 
 def _read_pointer(warc_file: Optional[str], offset: Optional[int]) -> int:
@@ -364,7 +374,7 @@ def _observation(item: tuple[int, Mapping[str, list]]) -> Iterator[Observation]:
         words = sources.path_words(sources.path_of(page.url))
         # No language or MIME: a run knows the language of the pages it kept only.
         features = tuple(sources.feature_keys(sources.tld_of(host), "", "", words))
-    yield Observation(domain, host, features, page.success, page.kept, page.images)
+    yield Observation(domain, host, features, page.success, page.kept, page.images, page.referenced, page.retained)
 
 
 class YieldStatsFn(beam.CombineFn):

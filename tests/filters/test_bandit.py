@@ -102,7 +102,7 @@ def test_stats_merge_equals_counting_everything_once():
     whole = stats_of(data)
     merged = stats_of(data[:1]).merge(stats_of(data[1:]))
     assert merged == whole
-    assert whole.domains["a.com"] == [2, 1, 1, 3] and whole.hosts["blog.a.com"] == [1, 0]
+    assert whole.domains["a.com"] == [2, 1, 1, 3, 0, 0] and whole.hosts["blog.a.com"] == [1, 0]
     assert whole.features["tld:com"] == [2, 1] and (whole.pages, whole.successes) == (3, 2)
 
 

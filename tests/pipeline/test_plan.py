@@ -13,6 +13,8 @@ from warcio.archiveiterator import ArchiveIterator
 
 from mmcurate.filters.sources import pointer_key
 from mmcurate.pipeline.cli import main
+from mmcurate.pipeline.inspect_cmd import connect
+from mmcurate.pipeline.report import render, source_yields
 from mmcurate.schemas.tables import DECISIONS, DOCUMENTS, to_table
 from mmcurate.stages.plan_sources import POINTERS_SCHEMA, summary_path
 
@@ -108,6 +110,12 @@ def test_run_index_then_plan_then_run_index_reads_each_page_once(demo_index, tmp
     keys2 = {pointer_key(p["warc_file"], p["warc_offset"]) for p in read2}
     assert not keys1 & keys2 and len(keys2) == len(chosen)
 
+    # The report's sources section: languages from the pointer table's content_languages.
+    page = render(str(run2))
+    languages = page[page.index('id="sources-languages"'):]
+    assert f"<td>en</td><td>{len(read2)}</td><td>{sum(p['success'] for p in read2)}</td>" in languages
+    assert 'id="sources-top"' in page
+
 
 def test_plan_rejects_what_it_cannot_use(demo_index, tmp_path, capsys):
     _, index, _ = demo_index
@@ -135,7 +143,9 @@ def write_run(run: Path, pages: list[tuple[dict, bool]]) -> None:
                 "warc_length": row["warc_record_length"], "warc_record_id": f"<urn:{i}>", "warc_date": "2024-05-01"}
         if success:
             docs.append({"doc_id": f"{run.name}-{i}", "url": row["url"], "texts": ["t", None], "images": [None, "i.jpg"],
-                         "num_texts": 1, "num_images": 1, **prov})
+                         "num_texts": 1, "num_images": 1, **prov,
+                         # the images stage: 4 image URLs on the page, 3 of them failed or were refused
+                         "signals": [{"key": "images.referenced", "value": 4.0}, {"key": "images.removed", "value": 3.0}]})
         else:
             decisions.append({"doc_id": f"{run.name}-{i}", "url": row["url"], "subject": "page", "stage": "heuristics",
                               "kind": "rejected", "reason": "content.too_few_images", **prov})
@@ -194,6 +204,9 @@ def test_plan_steers_to_measured_yield_under_caps_and_quotas(known, tmp_path):
     assert all(n <= 5 for d, n in per_domain.items() if d.startswith("new"))
     summary = json.loads((tmp_path / "a.summary.json").read_text())
     assert summary["languages"]["ja"]["met"] and summary["max_pointers_per_domain"] <= 6
+    good = next(e for e in summary["per_domain"] if e["domain"] == "good0.example")
+    assert good["pages_read"] == 6 and good["successes_read"] == 6
+    assert good["images_per_kept_document"] == 1.0 and good["image_retrieval_success"] == 0.25
     assert summary["measured"] == {"pages_read": 60, "successes": 30, "kept": 30, "yield": 0.5, "domains_read": 10,
                                    "hosts_read": 10, "global_prior": round(31 / 62, 4)}
 
@@ -231,3 +244,17 @@ def test_plan_on_a_dask_cluster_gives_the_same_pointers(known, tmp_path):
                 "--quiet"]
         assert main(args) == 0
     assert pq.read_table(tmp_path / "dask.parquet").to_pylist() == want
+
+
+def test_report_sources_give_yield_per_domain_and_language(known):
+    work, index, _, _ = known
+    con, views = connect(str(work / "run"))
+    found = source_yields(con, views, {"index": {"files": [str(index)]}})
+    by_domain = {r["key"]: (r["pages"], r["multimodal"]) for r in found["domains"]}
+    # From the URL by the Public Suffix List, where .example is no suffix: the host.
+    assert by_domain == {
+        **{f"www.good{d}.example": (6, 6) for d in range(3)}, **{f"www.bad{d}.example": (6, 0) for d in range(3)},
+        **{f"www.jpgood{d}.example": (6, 6) for d in range(2)}, **{f"www.jpbad{d}.example": (6, 0) for d in range(2)},
+    }
+    assert found["language_source"] == "index"
+    assert [(r["key"], r["pages"], r["multimodal"]) for r in found["languages"]] == [("en", 36, 18), ("ja", 24, 12)]
