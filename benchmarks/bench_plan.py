@@ -55,7 +55,11 @@ from mmcurate.pipeline.plan import plan_sources
 from mmcurate.schemas.tables import DECISIONS, DOCUMENTS, to_table
 
 ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = ROOT.parent / "shared" / "fixtures" / "warc"
+# ../shared beside the checkout (or beside the folder of worktrees)
+FIXTURES = next(
+    (p / "shared" / "fixtures" / "warc" for p in (ROOT.parent, ROOT.parent.parent) if (p / "shared" / "fixtures").is_dir()),
+    ROOT.parent / "shared" / "fixtures" / "warc",
+)
 
 LANGUAGES = (("en", 0.55, ("com", "org", "net", "co.uk")), ("de", 0.15, ("de", "at")), ("ja", 0.10, ("jp",)),
              ("fr", 0.10, ("fr",)), ("es", 0.10, ("es",)))
@@ -202,9 +206,13 @@ def news_warc(news_dir: Path, path: Path) -> int:
 
 
 def _cli(args: list[str]) -> None:
+    import contextlib
+    import io
+
     from mmcurate.pipeline.cli import main
 
-    code = main(args)
+    with contextlib.redirect_stdout(io.StringIO()):
+        code = main(args)
     if code != 0:
         raise SystemExit(f"mmcurate {' '.join(args)} -> exit {code}")
 
@@ -218,6 +226,7 @@ def _pages(run_dir: Path) -> list[dict]:
 
 def real_pages(args, work: Path) -> list[dict]:
     warcs = sorted(glob.glob(str(FIXTURES / "*.warc*")))
+    print(f"real WARC fixtures: {len(warcs)} files in {FIXTURES}")
     if args.news:
         n = news_warc(Path(args.news), work / "news.warc.gz")
         warcs.append(str(work / "news.warc.gz"))
@@ -303,7 +312,7 @@ def main() -> None:
     parser.add_argument("--cap-share", type=float, default=0.02, help="plan.max_domain_share")
     parser.add_argument("--languages", default="ja:0.1,de:0.15", help="plan.languages for the simulated rounds")
     parser.add_argument("--news", help="newspaper4k 0.9.6 tests/data folder (real news pages)")
-    parser.add_argument("--real-budget", type=int, default=10)
+    parser.add_argument("--real-budget", type=int, default=8)
     parser.add_argument("--real-cap", type=int, default=3)
     parser.add_argument("--skip-sim", action="store_true")
     parser.add_argument("--skip-real", action="store_true")
