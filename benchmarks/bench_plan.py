@@ -24,8 +24,10 @@ interleaved image-text documents?
    round 1 a uniform sample, later rounds what `plan` chose.
 
 Prints per round: pages read, the share that became documents with >= 1 image,
-the uniform baseline, their ratio, the most pointers any domain got (vs the cap),
-each language quota, the exploration share and the plan's wall time.
+the uniform baseline (simulated: the share of an independent uniform sample of the
+same size; real pages: the population's share, the expectation of a uniform sample),
+their ratio, the cumulative ratio over rounds 1..n, the most pointers any domain got
+(vs the cap), each language quota, the exploration share and the plan's wall time.
 
     .venv/bin/python benchmarks/bench_plan.py                         # simulated, 4k domains
     .venv/bin/python benchmarks/bench_plan.py --news /tmp/np4k/newspaper4k-0.9.6/tests/data
@@ -292,12 +294,17 @@ def real_pages(args, work: Path) -> list[dict]:
 
 def print_rounds(title: str, results: list[dict]) -> None:
     print(f"\n{title}")
-    print(f"{'round':>5} {'read':>6} {'share':>7} {'uniform':>8} {'ratio':>6} {'max/dom':>8} {'cap':>4} {'explore':>8} "
-          f"{'plan s':>7}  languages")
+    print(f"{'round':>5} {'read':>6} {'share':>7} {'uniform':>8} {'ratio':>6} {'cum.ratio':>9} {'max/dom':>8} {'cap':>4} "
+          f"{'explore':>8} {'plan s':>7}  languages")
+    read = found = expected = 0.0
     for r in results:
         ratio = r["share"] / r["uniform"] if r["uniform"] else float("nan")
+        read += r["read"]
+        found += r["share"] * r["read"]
+        expected += r["uniform"] * r["read"]
+        cumulative = found / expected if expected else float("nan")
         langs = ", ".join(f"{k} {v['selected']}/{v['wanted']}{'' if v['met'] else ' NOT MET'}" for k, v in r["languages"].items())
-        print(f"{r['round']:>5} {r['read']:>6} {r['share']:>7.3f} {r['uniform']:>8.3f} {ratio:>6.2f} "
+        print(f"{r['round']:>5} {r['read']:>6} {r['share']:>7.3f} {r['uniform']:>8.3f} {ratio:>6.2f} {cumulative:>9.2f} "
               f"{r['max_per_domain']:>8} {r['cap'] if r['cap'] is not None else '-':>4} "
               f"{r['exploration'] if r['exploration'] is not None else '-':>8} {r['wall_s']:>7.1f}  {langs}"
               + (f"  re-read {r['reread']}" if r.get("reread") else ""))

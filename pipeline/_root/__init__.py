@@ -57,6 +57,9 @@ _API = {
     # the whole pipeline, as `mmcurate run` builds and runs it
     "build_pipeline": "mmcurate.pipeline.build",
     "run_curation": "mmcurate.pipeline.run",
+    # source planning, as `mmcurate plan` builds and runs it (README: Rebalancing sources)
+    "PlanSources": "mmcurate.stages.plan_sources",
+    "plan_sources": "mmcurate.pipeline.plan",
     # records
     "Document": "mmcurate.schemas",
     "TextNode": "mmcurate.schemas",
