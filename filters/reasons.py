@@ -153,6 +153,16 @@ CAPTION_LOW_LANGUAGE_SCORE = "caption.low_language_score"
 PAIR_DUPLICATE_IMAGE = "pair.duplicate_image"
 PAIR_IMAGE_NOT_RETRIEVED = "pair.image_not_retrieved"
 
+# safety: unsafe content and where it is dropped. Pages from URLs on the adult lists
+# (safety.urls) are rejected with the url.* codes above, in stage extract before they
+# are parsed; images by their own codes below. (filters/flagged_words.py,
+# filters/unsafe_urls.py)
+SAFETY_FLAGGED_WORDS = "safety.flagged_words"  # stage heuristics, page: flagged-word ratio
+# An image whose URL is on the adult lists: stage extract (subject image), stage
+# recycle (subject pair).
+IMAGE_BLOCKLISTED_DOMAIN = "image.blocklisted_domain"
+IMAGE_BLOCKLISTED_SUBSTRING = "image.blocklisted_substring"
+
 ALL_REASONS = frozenset(
     {
         HTTP_STATUS_NOT_OK,
@@ -254,5 +264,8 @@ ALL_REASONS = frozenset(
         CAPTION_LOW_LANGUAGE_SCORE,
         PAIR_DUPLICATE_IMAGE,
         PAIR_IMAGE_NOT_RETRIEVED,
+        SAFETY_FLAGGED_WORDS,
+        IMAGE_BLOCKLISTED_DOMAIN,
+        IMAGE_BLOCKLISTED_SUBSTRING,
     }
 )

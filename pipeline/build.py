@@ -14,6 +14,7 @@ from mmcurate.stages.dedup import DedupDocuments
 from mmcurate.stages.extract import ExtractDocuments
 from mmcurate.stages.heuristics import ApplyTextHeuristics
 from mmcurate.stages.read import ReadWarc
+from mmcurate.stages.safety import DropUnsafeImages, RedactPersonalData, RejectUnsafePages, has_lists
 from mmcurate.stages.write import WriteCorpus
 
 
@@ -76,9 +77,21 @@ def build_pipeline(
     for CC-index pointers); it must return a ``ReadResult`` too.
     """
     read = pipeline | "Read" >> (reader if reader is not None else ReadWarc(list(inputs), config.read))
-    extracted = read.pages | "Extract" >> ExtractDocuments(config.extract)
-    decisions = [read.rejected, read.errors, extracted.rejected, extracted.errors]
+    pages, decisions = read.pages, [read.rejected, read.errors]
+    # safety.urls (stages/safety.py): listed pages are rejected before they are parsed,
+    # listed images dropped as soon as extraction has found them.
+    unsafe_urls = config.safety.urls if has_lists(config.safety.urls) else None
+    if unsafe_urls is not None:
+        gated = pages | "RejectUnsafeUrls" >> RejectUnsafePages(unsafe_urls)
+        pages = gated.kept
+        decisions.append(gated.rejected)
+    extracted = pages | "Extract" >> ExtractDocuments(config.extract)
+    decisions += [extracted.rejected, extracted.errors]
     docs = extracted.kept
+    if unsafe_urls is not None and unsafe_urls.images:
+        dropped = docs | "DropUnsafeImages" >> DropUnsafeImages(unsafe_urls)
+        docs = dropped.kept
+        decisions.append(dropped.rejected)
     image_rows = []
     for stage in config.run.stages:
         if stage == "recycle":
@@ -100,6 +113,10 @@ def build_pipeline(
             image_rows.append(result.images)
     # A pass-through that feeds the live progress line of local runs (runners.progress).
     docs = docs | "CountKept" >> beam.ParDo(CountKeptFn())
+    # Every stage has decided: personal data in the kept text is replaced now, so no
+    # rule ever measured redacted text and no page's fate depends on it (safety.pii).
+    if config.safety.pii.enabled:
+        docs = docs | "RedactPersonalData" >> RedactPersonalData(config.safety.pii)
     all_decisions = decisions | "AllDecisions" >> beam.Flatten()
     if not image_rows:
         image_rows.append(pipeline | "NoImageRows" >> beam.Create([]))

@@ -212,6 +212,27 @@ class ObelicsConfig(_Section):
     max_word_repetition_ratio: float = Field(default=0.2, ge=0, le=1)
 
 
+class FlaggedWordsConfig(_Section):
+    """Flagged words per node and per document (filters/flagged_words.py); the
+    document's language picks the list."""
+
+    enabled: bool = True
+    # OBELICS (Laurençon et al. 2023, config_filter_web_documents.yaml) removes a
+    # paragraph whose flagged-word ratio exceeds 0.01 and a document whose ratio
+    # exceeds 0.01; BigScience ROOTS uses 0.01 for English, Spanish and Indonesian.
+    # The document rule runs first, on the text as extracted.
+    max_node_ratio: float = Field(default=0.01, ge=0, le=1)
+    max_document_ratio: float = Field(default=0.01, ge=0, le=1)
+    # Per-language document thresholds (language code -> ratio), e.g. ROOTS's fr 0.008,
+    # pt 0.007, ar 0.03 (data_tooling ac_dc/parameters_filtering.py). Empty: max_document_ratio.
+    max_document_ratio_by_language: dict[str, float] = {}
+    # A directory of <lang>.txt lists (and optional <lang>.ambiguous.txt); empty uses
+    # the LDNOOBW lists shipped in mmcurate/filters/data/flagged_words/.
+    lists_dir: str = ""
+    # The list for documents whose language has none ("" = such documents are not checked).
+    fallback_language: str = ""
+
+
 class HeuristicsConfig(_Section):
     min_words: int = Field(default=50, ge=0)
     # Interleaved documents need at least one image by default (OBELICS's lower
@@ -225,6 +246,7 @@ class HeuristicsConfig(_Section):
     c4: C4Config = C4Config()
     fineweb: FineWebConfig = FineWebConfig()
     obelics: ObelicsConfig = ObelicsConfig()
+    flagged_words: FlaggedWordsConfig = FlaggedWordsConfig()
 
 
 # Which copy of a duplicate survives, criteria in order (ties end at the smallest doc_id).
@@ -504,6 +526,33 @@ class JudgeConfig(_Section):
         return value
 
 
+class NsfwConfig(_Section):
+    """``scoring.nsfw``: an NSFW score per image from its CLIP embedding (stages/nsfw.py);
+    on whenever the CLIP step runs (scoring.checkpoint), unless enabled is false."""
+
+    enabled: bool = True
+    # CLIP zero-shot against a versioned prompt set, as LAION-5B tagged NSFW images
+    # (Schuhmann et al. 2022): a file name under mmcurate/filters/data/ or a path;
+    # its first line names the version, which the manifest records.
+    prompts: str = "nsfw_prompts_v1.txt"
+    # Softmax temperature of the zero-shot step: CLIP's own logit scale (100).
+    logit_scale: float = Field(default=100.0, gt=0)
+    # Optional classifier head on the image embedding, in the format of LAION's
+    # CLIP-based NSFW detector as ported to PyTorch (a state dict with norm.mean,
+    # norm.variance and linear_1..linear_N; ReLU between, sigmoid at the end). It needs
+    # the embedding it was trained on (ViT-L/14 for LAION's). When set, it replaces
+    # the zero-shot score.
+    head: str = ""
+    head_sha256: str = ""
+    # An image scoring above this is dropped (image.nsfw). 0.5: the decision point of
+    # both scores (a probability); NeMo Curator's NSFW filter also uses 0.5.
+    threshold: float = Field(default=0.5, ge=0, le=1)
+    # A document with at least this many NSFW images is rejected (safety.nsfw_images);
+    # 0 only drops the images. 1 is ours: a page showing a pornographic image is an
+    # adult page, whatever its other images.
+    reject_document_min_images: int = Field(default=1, ge=0)
+
+
 class ScoringConfig(_Section):
     """Stage `scoring`: CLIP image-text similarity (open_clip, stages/scoring.py).
 
@@ -550,6 +599,7 @@ class ScoringConfig(_Section):
     # each image after the text block of its sentence.
     assign_images: bool = False
     judge: JudgeConfig = JudgeConfig()
+    nsfw: NsfwConfig = NsfwConfig()
 
     @property
     def clip_on(self) -> bool:
@@ -608,6 +658,55 @@ class RecycleConfig(_Section):
     # Pairs store the image bytes (img2dataset style) or only the image_id (the
     # images table holds the bytes).
     store_bytes: bool = False
+
+
+class UnsafeUrlsConfig(_Section):
+    """``safety.urls``: adult (or other unsafe) URL lists in the UT1 format
+    (filters/unsafe_urls.py). Page URLs are checked at read, before the payload is
+    read (url.blocklisted_domain, url.blocklisted_substring); image URLs right after
+    extraction and again for recycled pairs (image.blocklisted_domain,
+    image.blocklisted_substring). Files or gs://, s3:// paths, one entry a line."""
+
+    # UT1 `domains` files: a listed domain also blocks its subdomains.
+    domain_blocklists: tuple[str, ...] = ()
+    # UT1 `urls` files (or plain substrings) matched against the normalised URL.
+    substring_blocklists: tuple[str, ...] = ()
+    # Also drop images whose URL matches.
+    images: bool = True
+
+
+class PiiConfig(_Section):
+    """``safety.pii``: personal data in kept text replaced by placeholders
+    (filters/pii.py), after every filtering stage, just before write."""
+
+    enabled: bool = True
+    # What to replace; datatrove's PIIFormatter replaces e-mail and IP addresses,
+    # NeMo Curator's PII modifier also phone numbers.
+    email: bool = True
+    ip: bool = True
+    phone: bool = True
+    # Only globally routable IP addresses are personal data; private, loopback,
+    # documentation and reserved ranges stay (datatrove's only_remove_public_ips).
+    ip_public_only: bool = True
+    # Placeholders. datatrove substitutes example addresses (email@example.com);
+    # ours are explicit tokens, so a reader of the corpus sees that text was redacted.
+    email_placeholder: str = "<EMAIL>"
+    ip_placeholder: str = "<IP_ADDRESS>"
+    phone_placeholder: str = "<PHONE>"
+    # Phone numbers written without a country prefix are read in the region of the
+    # page's country-code TLD (.de -> DE), else in this one (ours; a guess for .com).
+    phone_region: str = "US"
+    # Also redact image alt text, captions and titles (they are written with the text).
+    image_text: bool = True
+
+
+class SafetyConfig(_Section):
+    """Safety steps that belong to no single stage: the adult URL lists (read,
+    extract, recycle) and personal-data redaction (before write). Flagged words are
+    ``heuristics.flagged_words``, the NSFW image score ``scoring.nsfw``."""
+
+    urls: UnsafeUrlsConfig = UnsafeUrlsConfig()
+    pii: PiiConfig = PiiConfig()
 
 
 class WriteConfig(_Section):
@@ -737,6 +836,7 @@ class Config(_Section):
     images: ImagesConfig = ImagesConfig()
     scoring: ScoringConfig = ScoringConfig()
     recycle: RecycleConfig = RecycleConfig()
+    safety: SafetyConfig = SafetyConfig()
     write: WriteConfig = WriteConfig()
     plan: PlanConfig = PlanConfig()
 

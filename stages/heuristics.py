@@ -29,6 +29,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from mmcurate.filters import c4, content, fineweb, gopher, language, nodes, obelics, urls
+from mmcurate.filters import flagged_words as flagged
 from mmcurate.pipeline.config import HeuristicsConfig
 from mmcurate.schemas import Document
 from mmcurate.stages.common import (
@@ -77,6 +78,7 @@ def heuristic_steps(
     language_model: Any,
     blocked_domains: frozenset[str] = frozenset(),
     blocked_substrings: Sequence[str] = (),
+    flagged_words: "flagged.FlaggedWords | None" = None,
 ) -> list[DocumentStep]:
     """The stage's steps with thresholds bound from config, cheapest first."""
     steps: list[DocumentStep] = []
@@ -98,6 +100,22 @@ def heuristic_steps(
     lang = config.language
     steps.append(partial(language.annotate_language, model=language_model, max_chars=lang.max_chars))
     steps.append(partial(language.language_allowed, allowed=frozenset(lang.allowed), min_score=lang.min_score))
+    # -- safety: flagged words, once the language is known (filters/flagged_words.py).
+    # The document rule reads the text as extracted; the node rule then removes the
+    # odd flagged paragraph of a page that passed, as OBELICS does.
+    fw = config.flagged_words
+    if fw.enabled and flagged_words is not None:
+        steps.append(
+            partial(
+                flagged.document_ratio,
+                words=flagged_words,
+                max_ratio=fw.max_document_ratio,
+                max_ratio_by_language=dict(fw.max_document_ratio_by_language),
+            )
+        )
+        steps.append(flagged.FlaggedNodeCleanup(flagged_words, fw.max_node_ratio))
+        steps.append(partial(nodes.nothing_left, min_images=config.min_images))
+    # -- end of the safety block
     g = config.gopher_quality
     if g.enabled:
         steps.append(
@@ -172,6 +190,13 @@ def heuristic_steps(
     return steps
 
 
+def load_flagged_words(config) -> "flagged.FlaggedWords | None":
+    """The flagged-word lists (``heuristics.flagged_words``), or None when the rule is off."""
+    if not config.enabled:
+        return None
+    return flagged.load_flagged_words(config.lists_dir, fallback_language=config.fallback_language)
+
+
 class ApplyHeuristicsFn(beam.DoFn):
     """Emits kept documents on the main output and ``Decision`` rows on ``rejected``
     and ``errors``."""
@@ -189,6 +214,7 @@ class ApplyHeuristicsFn(beam.DoFn):
             language_model=language.load_language_model(cfg.language.model_path),
             blocked_domains=urls.parse_domains(read_blocklists(cfg.urls.domain_blocklists)),
             blocked_substrings=read_blocklists(cfg.urls.substring_blocklists),
+            flagged_words=load_flagged_words(cfg.flagged_words),
         )
 
     def process(self, doc: Document) -> Iterable:
@@ -206,6 +232,9 @@ class ApplyHeuristicsFn(beam.DoFn):
             removed = int(out.signals.get(nodes.removed_signal(reason), 0))
             if removed:
                 counters.inc(nodes.removed_signal(reason), removed)
+        flagged_removed = int(out.signals.get(flagged.NODES_REMOVED, 0))  # safety: flagged-word node rule
+        if flagged_removed:
+            counters.inc(flagged.NODES_REMOVED, flagged_removed)
         if verdict is None:
             counters.kept()
             yield out
@@ -221,6 +250,9 @@ def check_inputs(config: HeuristicsConfig) -> None:
         for path in paths:
             if not FileSystems.exists(path):
                 raise FileNotFoundError(f"heuristics.urls.{key}: file not found: {path}")
+    if config.flagged_words.enabled and config.flagged_words.lists_dir:
+        if not FileSystems.exists(config.flagged_words.lists_dir):
+            raise FileNotFoundError(f"heuristics.flagged_words.lists_dir: not found: {config.flagged_words.lists_dir}")
     if config.language.model_path:
         if not FileSystems.exists(config.language.model_path):
             raise FileNotFoundError(f"heuristics.language.model_path: file not found: {config.language.model_path}")

@@ -1,0 +1,245 @@
+"""Safety steps that belong to no single filtering stage (config section ``safety``).
+
+- ``RejectUnsafePages`` (stage ``extract``, before parsing): a page whose URL is on
+  the adult lists (``safety.urls``) is rejected with ``url.blocklisted_domain`` or
+  ``url.blocklisted_substring`` and never parsed. Its rows carry stage ``extract``
+  and its counters sit in the ``extract`` namespace, so the extract stage's funnel
+  (``in = kept + rejected + errors``) counts it.
+- ``DropUnsafeImages`` (stage ``extract``, right after parsing): image nodes whose
+  URL is listed are removed from the document, one image decision row each
+  (``image.blocklisted_domain``, ``image.blocklisted_substring``), counted in the
+  document's ``safety.images_blocklisted`` signal. The page goes on: whether a
+  page left with too few images is kept is the later stages' rule.
+- ``RedactPersonalData`` (just before write): e-mail addresses, IP addresses and
+  phone numbers in kept documents are replaced by placeholders (``filters/pii.py``);
+  counts go to the document's ``pii.*`` signals and to counters (namespace
+  ``write``: ``pii.email``, ``pii.ip``, ``pii.phone``, ``pii.documents``). It runs
+  after every stage has decided, so no rule ever sees redacted text and no page's
+  fate depends on it; the decision rows and the WARC records (the HTML-level
+  evidence) are untouched.
+
+The list files are read once per worker, in ``DoFn.setup``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from typing import Iterable, NamedTuple, Optional
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+
+from mmcurate.filters import pii, unsafe_urls
+from mmcurate.pipeline.config import PiiConfig, UnsafeUrlsConfig
+from mmcurate.schemas import KIND_REJECTED, SUBJECT_IMAGE, SUBJECT_PAGE, Decision, Document, ImageNode, Page
+from mmcurate.stages.common import KEPT, REJECTED, StageCounters
+
+log = logging.getLogger(__name__)
+
+URL_STAGE = "extract"
+PII_STAGE = "write"
+IMAGES_BLOCKLISTED = "safety.images_blocklisted"
+PII_DOCUMENTS = "pii.documents"  # counter: kept documents with at least one replacement
+PII_MICROS = "pii.micros"  # counter: time spent redacting, summed over workers
+PII_FAILED = "pii.failed"  # signal: the redactor failed on this document (text as it was)
+
+
+def read_list_files(paths) -> list[str]:
+    """Entries of every list file, through Beam's filesystems (local, gs://, s3://)."""
+    from mmcurate.filters.urls import read_entries
+
+    entries: list[str] = []
+    for path in paths:
+        with FileSystems.open(path) as fh:
+            entries += read_entries(fh.read().decode("utf-8", "replace").splitlines())
+    return entries
+
+
+def load_blocklist(config: UnsafeUrlsConfig) -> unsafe_urls.UrlBlocklist:
+    return unsafe_urls.UrlBlocklist.parse(read_list_files(config.domain_blocklists), read_list_files(config.substring_blocklists))
+
+
+def check_lists(config: UnsafeUrlsConfig) -> None:
+    """Fail at pipeline construction, naming the key, when a list file is missing."""
+    for key, paths in (("domain_blocklists", config.domain_blocklists), ("substring_blocklists", config.substring_blocklists)):
+        for path in paths:
+            if not FileSystems.exists(path):
+                raise FileNotFoundError(f"safety.urls.{key}: file not found: {path}")
+
+
+def has_lists(config: UnsafeUrlsConfig) -> bool:
+    return bool(config.domain_blocklists or config.substring_blocklists)
+
+
+class SafetyResult(NamedTuple):
+    kept: beam.PCollection
+    rejected: beam.PCollection
+
+
+# ---------------------------------------------------------------------------------
+# Adult URL lists
+# ---------------------------------------------------------------------------------
+
+
+class RejectUnsafePagesFn(beam.DoFn):
+    def __init__(self, config: UnsafeUrlsConfig):
+        self._config = config
+
+    def setup(self) -> None:
+        self._counters = StageCounters(URL_STAGE)
+        self._blocklist = load_blocklist(self._config)
+
+    def process(self, page: Page) -> Iterable:
+        started = time.perf_counter()
+        verdict = unsafe_urls.page_url(page.url, blocklist=self._blocklist)
+        if verdict.keep:
+            yield page
+        else:
+            self._counters.rejected(verdict.reason)
+            yield beam.pvalue.TaggedOutput(
+                REJECTED,
+                Decision(
+                    doc_id=page.doc_id,
+                    url=page.url,
+                    stage=URL_STAGE,
+                    kind=KIND_REJECTED,
+                    reason=verdict.reason,
+                    provenance=page.provenance,
+                    detail=verdict.detail,
+                    subject=SUBJECT_PAGE,
+                ),
+            )
+        self._counters.micros(started)
+
+
+class RejectUnsafePages(beam.PTransform):
+    """``pages | RejectUnsafePages(config.safety.urls)`` -> (pages kept, rejection rows)."""
+
+    def __init__(self, config: UnsafeUrlsConfig, label: Optional[str] = None):
+        super().__init__(label)
+        check_lists(config)
+        self._config = config
+
+    def expand(self, pages: beam.PCollection) -> SafetyResult:
+        out = pages | "CheckPageUrls" >> beam.ParDo(RejectUnsafePagesFn(self._config)).with_outputs(REJECTED, main=KEPT)
+        return SafetyResult(out[KEPT], out[REJECTED])
+
+
+def image_decision(doc: Document, node: ImageNode, verdict) -> Decision:
+    return Decision(
+        doc_id=node.image_id or "",
+        url=node.src,
+        stage=URL_STAGE,
+        kind=KIND_REJECTED,
+        reason=verdict.reason,
+        provenance=doc.provenance,
+        detail=f"document {doc.doc_id}; listed {verdict.detail}",
+        subject=SUBJECT_IMAGE,
+    )
+
+
+def drop_unsafe_images(doc: Document, blocklist: unsafe_urls.UrlBlocklist) -> tuple[Document, list[tuple[ImageNode, object]]]:
+    """``doc`` without the image nodes whose URL is listed, and the dropped nodes with
+    their verdicts (a named document edit)."""
+    kept, dropped = [], []
+    for node in doc.nodes:
+        if isinstance(node, ImageNode):
+            verdict = unsafe_urls.image_url(node.src, blocklist=blocklist)
+            if not verdict.keep:
+                dropped.append((node, verdict))
+                continue
+        kept.append(node)
+    out = dataclasses.replace(doc, nodes=tuple(kept)) if dropped else doc
+    return out.with_signals({IMAGES_BLOCKLISTED: float(len(dropped))}), dropped
+
+
+class DropUnsafeImagesFn(beam.DoFn):
+    def __init__(self, config: UnsafeUrlsConfig):
+        self._config = config
+
+    def setup(self) -> None:
+        self._counters = StageCounters(URL_STAGE)
+        self._blocklist = load_blocklist(self._config)
+
+    def process(self, doc: Document) -> Iterable:
+        started = time.perf_counter()
+        out, dropped = drop_unsafe_images(doc, self._blocklist)
+        for node, verdict in dropped:
+            self._counters.inc(f"image.reason.{verdict.reason}")
+            yield beam.pvalue.TaggedOutput(REJECTED, image_decision(doc, node, verdict))
+        yield out
+        self._counters.micros(started)
+
+
+class DropUnsafeImages(beam.PTransform):
+    """``docs | DropUnsafeImages(config.safety.urls)`` -> (documents, image rows)."""
+
+    def __init__(self, config: UnsafeUrlsConfig, label: Optional[str] = None):
+        super().__init__(label)
+        check_lists(config)
+        self._config = config
+
+    def expand(self, docs: beam.PCollection) -> SafetyResult:
+        out = docs | "CheckImageUrls" >> beam.ParDo(DropUnsafeImagesFn(self._config)).with_outputs(REJECTED, main=KEPT)
+        return SafetyResult(out[KEPT], out[REJECTED])
+
+
+# ---------------------------------------------------------------------------------
+# Personal data
+# ---------------------------------------------------------------------------------
+
+
+def redactor(config: PiiConfig) -> pii.Redactor:
+    return pii.Redactor(
+        email=config.email_placeholder if config.email else None,
+        ip=config.ip_placeholder if config.ip else None,
+        phone=config.phone_placeholder if config.phone else None,
+        public_only=config.ip_public_only,
+    )
+
+
+class RedactPersonalDataFn(beam.DoFn):
+    """Kept documents in, the same documents with personal data replaced out. If the
+    redactor fails on a document (a bug, not bad input), the document is still
+    written, as an error row would change its fate: its text stays as it was, its
+    ``pii.failed`` signal is 1 and the counter ``pii.errors.<type>`` counts it."""
+
+    def __init__(self, config: PiiConfig):
+        self._config = config
+
+    def setup(self) -> None:
+        self._counters = StageCounters(PII_STAGE)
+        self._redactor = redactor(self._config)
+
+    def process(self, doc: Document) -> Iterable[Document]:
+        started = time.perf_counter()
+        cfg = self._config
+        try:
+            out = pii.redact_document(doc, self._redactor, default_region=cfg.phone_region, image_text=cfg.image_text)
+        except Exception as exc:
+            log.warning("personal-data redaction failed on %s: %s: %s", doc.doc_id, type(exc).__name__, exc)
+            self._counters.inc(f"pii.errors.{type(exc).__name__}")
+            out = doc.with_signals({PII_FAILED: 1.0})
+        replaced = int(out.signals.get(pii.REPLACED, 0))
+        if replaced:
+            self._counters.inc(PII_DOCUMENTS)
+            for kind in pii.KINDS:
+                n = int(out.signals.get(pii.signal(kind), 0))
+                if n:
+                    self._counters.inc(pii.signal(kind), n)
+        self._counters.inc(PII_MICROS, int((time.perf_counter() - started) * 1e6))
+        yield out
+
+
+class RedactPersonalData(beam.PTransform):
+    """``kept_docs | RedactPersonalData(config.safety.pii)`` -> redacted documents."""
+
+    def __init__(self, config: PiiConfig, label: Optional[str] = None):
+        super().__init__(label)
+        self._config = config
+
+    def expand(self, docs: beam.PCollection) -> beam.PCollection:
+        return docs | "Redact" >> beam.ParDo(RedactPersonalDataFn(self._config))
+
