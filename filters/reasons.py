@@ -156,10 +156,12 @@ PAIR_IMAGE_NOT_RETRIEVED = "pair.image_not_retrieved"
 # safety: unsafe content and where it is dropped. Pages from URLs on the adult lists
 # (safety.urls) are rejected with the url.* codes above, in stage extract before they
 # are parsed; images by their own codes below. (filters/flagged_words.py,
-# filters/unsafe_urls.py)
+# filters/unsafe_urls.py, filters/nsfw.py)
 SAFETY_FLAGGED_WORDS = "safety.flagged_words"  # stage heuristics, page: flagged-word ratio
-# An image whose URL is on the adult lists: stage extract (subject image), stage
-# recycle (subject pair).
+SAFETY_NSFW_IMAGES = "safety.nsfw_images"  # stage scoring, page: NSFW images (scoring.nsfw)
+IMAGE_NSFW = "image.nsfw"  # stage scoring, subject image; stage recycle, subject pair
+# An image whose URL is on the adult lists: stage extract, subject image, as soon as
+# extraction found it (so recycling never sees it either).
 IMAGE_BLOCKLISTED_DOMAIN = "image.blocklisted_domain"
 IMAGE_BLOCKLISTED_SUBSTRING = "image.blocklisted_substring"
 
@@ -265,6 +267,8 @@ ALL_REASONS = frozenset(
         PAIR_DUPLICATE_IMAGE,
         PAIR_IMAGE_NOT_RETRIEVED,
         SAFETY_FLAGGED_WORDS,
+        SAFETY_NSFW_IMAGES,
+        IMAGE_NSFW,
         IMAGE_BLOCKLISTED_DOMAIN,
         IMAGE_BLOCKLISTED_SUBSTRING,
     }

@@ -662,10 +662,10 @@ class RecycleConfig(_Section):
 
 class UnsafeUrlsConfig(_Section):
     """``safety.urls``: adult (or other unsafe) URL lists in the UT1 format
-    (filters/unsafe_urls.py). Page URLs are checked at read, before the payload is
-    read (url.blocklisted_domain, url.blocklisted_substring); image URLs right after
-    extraction and again for recycled pairs (image.blocklisted_domain,
-    image.blocklisted_substring). Files or gs://, s3:// paths, one entry a line."""
+    (filters/unsafe_urls.py). Page URLs are checked before the page is parsed, in
+    stage extract (url.blocklisted_domain, url.blocklisted_substring); image URLs as soon as extraction found them (image.blocklisted_domain,
+    image.blocklisted_substring), so no later stage, recycling included, sees them.
+    Files or gs://, s3:// paths, one entry a line."""
 
     # UT1 `domains` files: a listed domain also blocks its subdomains.
     domain_blocklists: tuple[str, ...] = ()
@@ -701,8 +701,8 @@ class PiiConfig(_Section):
 
 
 class SafetyConfig(_Section):
-    """Safety steps that belong to no single stage: the adult URL lists (read,
-    extract, recycle) and personal-data redaction (before write). Flagged words are
+    """Safety steps that belong to no single filtering stage: the adult URL lists
+    (stage extract) and personal-data redaction (before write). Flagged words are
     ``heuristics.flagged_words``, the NSFW image score ``scoring.nsfw``."""
 
     urls: UnsafeUrlsConfig = UnsafeUrlsConfig()

@@ -8,6 +8,7 @@ from importlib import metadata
 from typing import Any, Mapping
 
 from mmcurate.pipeline.config import ALWAYS_ON, STAGE_NAMES, Config
+from mmcurate.pipeline.safety_summary import format_safety, safety_summary
 from mmcurate.schemas import KIND_ERROR, KIND_REJECTED, SUBJECT_PAGE
 from mmcurate.schemas.tables import SCHEMA_VERSION, TABLES
 from mmcurate.stages.common import COUNTER_KEPT, COUNTER_MICROS
@@ -156,6 +157,7 @@ def build_manifest(
         "tables": {name: written[name] for name in TABLES},
         "image_decisions": dict(sorted(image_rows.items())),
         "counter_mismatches": check_counters(funnel, decision_counts),
+        "safety": safety_summary(config, counters),
         "schema_version": SCHEMA_VERSION,
         "config": config.to_dict(),
         "config_sha256": config.digest(),
@@ -197,4 +199,5 @@ def format_funnel(manifest: Mapping[str, Any]) -> str:
     if records["by_type"]:
         lines.append("WARC records: " + ", ".join(f"{k} {v}" for k, v in records["by_type"].items()))
     lines.append(f"images captured in the WARCs: {records['images_captured']}")
+    lines += format_safety(manifest)
     return "\n".join(lines)

@@ -30,6 +30,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 import duckdb
 
 from mmcurate.pipeline.inspect_cmd import OutputError, connect, load_manifest
+from mmcurate.pipeline.safety_summary import safety_html
 
 REPORT = "report.html"
 # The browser may load nothing but inline styles and data: images.
@@ -854,6 +855,9 @@ def render(directory: str, kept_sample: int = 8, rejected_per_reason: int = 3, m
             f'<div class="legend">{funnel_legend}</div>',
             funnel_svg(manifest),
             funnel_table(manifest),
+            '<h2 id="safety">Safety</h2><p>Adult URL lists, flagged words, NSFW images and personal-data redaction: '
+            "their settings and what they removed or replaced in this run.</p>",
+            safety_html(manifest),
             '<h2 id="distributions">Signal distributions</h2><p>Kept documents in green, rejected pages in red (their '
             "signals as measured when they were rejected), stacked; dashed blue lines are the run's thresholds from "
             "manifest.json.</p>",

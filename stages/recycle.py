@@ -42,6 +42,7 @@ from apache_beam.ml.inference.base import RunInference
 
 from mmcurate.filters import captions, reasons
 from mmcurate.filters.clip import pair_verdict
+from mmcurate.filters.nsfw import image_verdict as nsfw_image_verdict
 from mmcurate.filters.language import load_language_model
 from mmcurate.pipeline.config import ImagesConfig, RecycleConfig, ScoringConfig
 from mmcurate.schemas import KIND_REJECTED, Decision, Document, ImageNode, Provenance
@@ -270,14 +271,20 @@ class AttachResultsFn(_CountingFn):
 class ScorePairsFn(_CountingFn):
     """CLIP results -> pairs at or above the pair threshold."""
 
-    def __init__(self, min_similarity: float):
+    def __init__(self, min_similarity: float, nsfw_threshold: Optional[float] = None):
         self._min = min_similarity
+        self._nsfw = nsfw_threshold
 
     def process(self, element: tuple) -> Iterable:
-        _, pair, similarity, error = element
+        _, pair, similarity, error, unsafe = element
         if similarity is None:
             yield self._reject(pair, reasons.PAIR_IMAGE_NOT_RETRIEVED, detail=f"scoring: {error}")
             return
+        if unsafe is not None and self._nsfw is not None:  # scoring.nsfw, as for documents' images
+            verdict = nsfw_image_verdict(unsafe, threshold=self._nsfw)
+            if not verdict.keep:
+                yield self._reject(pair, verdict.reason, verdict.value, verdict.threshold)
+                return
         pair = dataclasses.replace(pair, similarity=similarity)
         verdict = pair_verdict(similarity, min_similarity=self._min)
         if verdict.keep:
@@ -446,6 +453,7 @@ class RecyclePairs(beam.PTransform):
         rejected.append(distinct[DECISIONS])
         pairs = distinct["pairs"]
         if self._scoring.clip_on or self._loader is not None:
+            nsfw = self._scoring.nsfw
             inference = RunInference(ClipModelHandler(self._scoring, self._loader))
             if self._accelerator:
                 inference = inference.with_resource_hints(accelerator=self._accelerator)
@@ -454,7 +462,10 @@ class RecyclePairs(beam.PTransform):
                 | "TagPairs" >> beam.Map(lambda pair: (PAIR, pair))
                 | "Spread" >> beam.Reshuffle()
                 | "Clip" >> inference
-                | "Threshold" >> beam.ParDo(ScorePairsFn(self._scoring.pair_min_similarity)).with_outputs(DECISIONS, main="pairs")
+                | "Threshold"
+                >> beam.ParDo(
+                    ScorePairsFn(self._scoring.pair_min_similarity, nsfw.threshold if nsfw.enabled else None)
+                ).with_outputs(DECISIONS, main="pairs")
             )
             rejected.append(scored[DECISIONS])
             pairs = scored["pairs"]

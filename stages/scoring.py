@@ -43,6 +43,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.ml.inference.base import ModelHandler, RunInference
 
 from mmcurate.filters import clip as rules
+from mmcurate.filters import nsfw as nsfw_rules
 from mmcurate.filters.captions import split_sentences
 from mmcurate.pipeline.config import ScoringConfig
 from mmcurate.schemas import (
@@ -57,6 +58,7 @@ from mmcurate.schemas import (
 from mmcurate.runners.options import ScoringOptions  # noqa: F401  (registers --scoring_accelerator)
 from mmcurate.stages.clip_model import ChecksumError, ClipEncoder, check_checkpoint, file_sha256, load_clip  # noqa: F401
 from mmcurate.stages.common import ERRORS, KEPT, REJECTED, StageCounters, StageResult, error_decision, rejection_decision
+from mmcurate.stages.nsfw import NsfwClipEncoder, check_nsfw, nsfw_scores
 
 log = logging.getLogger(__name__)
 
@@ -71,10 +73,11 @@ PAIR = "pair"
 class ClipModelHandler(ModelHandler):
     """open_clip through ``RunInference``. Elements are tagged tuples, so one
     transform (one model copy per worker) embeds both towers:
-    ``("image", image_id, bytes)`` -> ``("image", image_id, vector or None, error)``
+    ``("image", image_id, bytes)`` -> ``("image", image_id, vector or None, error, nsfw)``
     and ``("texts", doc_id, texts)`` -> ``("texts", doc_id, texts, matrix)``; for
     recycled pairs (an object with ``data`` and ``caption``, stage recycle)
-    ``("pair", pair)`` -> ``("pair", pair, similarity or None, error)``.
+    ``("pair", pair)`` -> ``("pair", pair, similarity or None, error, nsfw)``, where
+    ``nsfw`` is the image's NSFW score (``scoring.nsfw``; None when that is off).
     ``loader`` replaces ``load_clip`` (tests pass a fake encoder)."""
 
     def __init__(self, config: ScoringConfig, loader: Any = None):
@@ -83,7 +86,10 @@ class ClipModelHandler(ModelHandler):
         self._loader = loader or load_clip
 
     def load_model(self) -> Any:
-        return self._loader(self._config)
+        model = self._loader(self._config)
+        if self._config.nsfw.enabled:  # scoring.nsfw: prompts encoded once, here
+            model = NsfwClipEncoder(model, self._config.nsfw)
+        return model
 
     def run_inference(self, batch: Sequence[Any], model: Any, inference_args=None) -> Iterable[Any]:
         images = [e for e in batch if e[0] == IMAGE]
@@ -93,21 +99,23 @@ class ClipModelHandler(ModelHandler):
             vectors, errors = model.encode_images([pair.data for pair in pairs])
             decoded = [pair for pair, error in zip(pairs, errors) if not error]
             texts = model.encode_texts([pair.caption for pair in decoded]) if decoded else None
+            unsafe = nsfw_scores(model, vectors)
             row = 0
             for pair, error in zip(pairs, errors):
                 if error:
-                    yield PAIR, pair, None, error
+                    yield PAIR, pair, None, error, None
                 else:
-                    yield PAIR, pair, float(np.dot(vectors[row], texts[row])), ""
+                    yield PAIR, pair, float(np.dot(vectors[row], texts[row])), "", unsafe[row]
                     row += 1
         if images:
             vectors, errors = model.encode_images([payload for _, _, payload in images])
+            unsafe = nsfw_scores(model, vectors)
             row = 0
             for (_, image_id, _), error in zip(images, errors):
                 if error:
-                    yield IMAGE, image_id, None, error
+                    yield IMAGE, image_id, None, error, None
                 else:
-                    yield IMAGE, image_id, vectors[row], ""
+                    yield IMAGE, image_id, vectors[row], "", unsafe[row]
                     row += 1
         if docs:
             matrix = model.encode_texts([text for _, _, texts in docs for text in texts])
@@ -229,12 +237,15 @@ def score_document(
     texts: Sequence[str],
     text_vectors: np.ndarray,
     config: ScoringConfig,
+    unsafe: Optional[Mapping[str, float]] = None,
 ) -> tuple[Document, list[tuple[ImageNode, Any]], int]:
     """The scored document (nodes updated, images below the floor removed, signals
     added), the removed images with their verdicts, and the number of images scored.
 
     Per-image signals are indexed by the image's position among the document's
-    image nodes as it entered the stage."""
+    image nodes as it entered the stage. ``unsafe`` holds NSFW scores by image_id
+    (``scoring.nsfw``): an image above the threshold is removed before its
+    similarity counts (``image.nsfw``), and the document gets ``nsfw.*`` signals."""
     text_index = {t: i for i, t in enumerate(texts)}
 
     def sim(vector: np.ndarray, text: str) -> Optional[float]:
@@ -246,6 +257,8 @@ def score_document(
     removed: list[tuple[ImageNode, Any]] = []
     best_scores: list[float] = []
     kept_vectors: list[tuple[int, int, np.ndarray]] = []  # (new position, image index, vector)
+    nsfw_found: list[float] = []
+    nsfw_removed = 0
     k = -1
     for position, node in enumerate(doc.nodes):
         if not isinstance(node, ImageNode):
@@ -253,6 +266,15 @@ def score_document(
             continue
         k += 1
         vector = image_vectors.get(node.image_id) if node.image_id else None
+        score = unsafe.get(node.image_id) if unsafe and node.image_id else None
+        if score is not None:  # safety first: an NSFW image never reaches the similarity rules
+            signals[nsfw_rules.image_signal(k)] = score
+            nsfw_found.append(score)
+            verdict = nsfw_rules.image_verdict(score, threshold=config.nsfw.threshold)
+            if not verdict.keep:
+                removed.append((node, verdict))
+                nsfw_removed += 1
+                continue
         before, after = neighbours(doc, position)
         scores = {}
         if vector is not None:
@@ -274,7 +296,9 @@ def score_document(
         kept_vectors.append((len(nodes), k, vector))
         nodes.append(scored_node)
     signals.update(rules.aggregates(best_scores, share_threshold=config.share_threshold))
-    signals[rules.CLIP_REMOVED] = float(len(removed))
+    signals[rules.CLIP_REMOVED] = float(len(removed) - nsfw_removed)
+    if unsafe is not None:
+        signals.update(nsfw_rules.aggregates(nsfw_found, nsfw_removed))
     scored = dataclasses.replace(doc, nodes=tuple(nodes)).with_signals(signals)
     if config.assign_images and kept_vectors:
         usable = [(p, s) for p, s in document_sentences(scored) if s in text_index]
@@ -303,14 +327,18 @@ class ScoreDocumentsFn(beam.DoFn):
 
     def process(self, element: tuple[str, dict]) -> Iterable:
         _, joined = element
-        vectors = {image_id: vector for image_id, vector in joined["images"]}
+        vectors, unsafe = {}, {}
+        for image_id, (vector, score) in joined["images"]:
+            vectors[image_id] = vector
+            if score is not None:
+                unsafe[image_id] = score
         encoded = list(joined["texts"])
         texts, matrix = (encoded[0][0], encoded[0][1]) if encoded else ((), np.zeros((0, 0), dtype=np.float32))
         config = self._config
         for doc in joined["doc"]:
             started = time.perf_counter()
             try:
-                scored, removed, n_scored = score_document(doc, vectors, texts, matrix, config)
+                scored, removed, n_scored = score_document(doc, vectors, texts, matrix, config, unsafe if config.nsfw.enabled else None)
                 self._counters.inc("images.scored", n_scored)
                 unscored = sum(1 for n in doc.image_nodes if n.image_id) - n_scored
                 if unscored:
@@ -318,13 +346,17 @@ class ScoreDocumentsFn(beam.DoFn):
                 for node, verdict in removed:
                     self._counters.inc(f"image.reason.{verdict.reason}")
                     yield beam.pvalue.TaggedOutput(REJECTED, clip_image_decision(doc, node, verdict))
-                verdict = rules.document_rules(
-                    scored,
-                    min_mean=config.min_mean_similarity,
-                    min_share_above=config.min_share_above,
-                    no_images=config.no_images,
-                    had_images=bool(doc.image_nodes),
+                verdict = nsfw_rules.document_verdict(
+                    int(scored.signals.get(nsfw_rules.NSFW_IMAGES, 0)), min_images=config.nsfw.reject_document_min_images
                 )
+                if verdict.keep:
+                    verdict = rules.document_rules(
+                        scored,
+                        min_mean=config.min_mean_similarity,
+                        min_share_above=config.min_share_above,
+                        no_images=config.no_images,
+                        had_images=bool(doc.image_nodes),
+                    )
             except Exception as exc:  # one error row, never a crash
                 log.debug("scoring failed on %s", doc.doc_id, exc_info=True)
                 self._counters.error(exc)
@@ -406,6 +438,8 @@ class ScoreImageText(beam.PTransform):
         self._rows = image_rows
         if config.clip_on and loader is None:
             check_checkpoint(config)  # fail at construction, naming the key
+        if config.clip_on or loader is not None:
+            check_nsfw(config.nsfw)
         self._handler = ClipModelHandler(config, loader)
         self._clip = config.clip_on or loader is not None
         hint = config.accelerator if accelerator is None else accelerator
@@ -461,7 +495,8 @@ class ScoreImageText(beam.PTransform):
             )
             vectors = (
                 {
-                    "vector": image_out | "Vectors" >> beam.FlatMap(lambda e: [(e[1], e[2])] if e[2] is not None else []),
+                    # (image_id, (vector, NSFW score or None))
+                    "vector": image_out | "Vectors" >> beam.FlatMap(lambda e: [(e[1], (e[2], e[4]))] if e[2] is not None else []),
                     "refs": refs,
                 }
                 | "JoinVectors" >> beam.CoGroupByKey()

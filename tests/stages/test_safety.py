@@ -184,3 +184,24 @@ def test_end_to_end_kept_text_redacted_and_manifest(run):
         reasons.URL_BLOCKLISTED_DOMAIN: 1,
         reasons.URL_BLOCKLISTED_SUBSTRING: 1,
     }
+
+
+def test_end_to_end_safety_funnel_in_manifest_printout_and_report(run):
+    from mmcurate.pipeline.manifest import format_funnel
+    from mmcurate.pipeline.report import render
+
+    out, _ = run
+    manifest = json.loads((out / "manifest.json").read_text())
+    safety = manifest["safety"]
+    assert safety["urls"]["pages_rejected"] == {reasons.URL_BLOCKLISTED_DOMAIN: 1, reasons.URL_BLOCKLISTED_SUBSTRING: 1}
+    assert safety["urls"]["images_dropped"] == {reasons.IMAGE_BLOCKLISTED_DOMAIN: 1, reasons.IMAGE_BLOCKLISTED_SUBSTRING: 0}
+    assert (safety["flagged_words"]["documents_rejected"], safety["flagged_words"]["max_document_ratio"]) == (1, 0.01)
+    # No scoring stage, no checkpoint: the manifest says the NSFW check was off, and why.
+    assert safety["nsfw"]["enabled"] is False
+    assert safety["nsfw"]["why"].startswith("stage scoring is not in run.stages")
+    assert {k: safety["pii"][k] for k in ("documents", "email", "ip", "phone")} == {"documents": 1, "email": 1, "ip": 0, "phone": 1}
+    printed = format_funnel(manifest)
+    assert "adult URLs     2 pages rejected before extraction, 1 images dropped" in printed
+    assert "NSFW images    off" in printed
+    page = render(str(out))
+    assert '<h2 id="safety">' in page and "1 documents rejected, 0 text nodes removed" in page

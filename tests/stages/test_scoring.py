@@ -92,7 +92,8 @@ DOCS = [
 
 
 def test_scoring_with_a_fake_encoder():
-    config = ScoringConfig(image_min_similarity=0.15)
+    # NSFW scores add their own signals: tests/stages/test_nsfw.py checks them.
+    config = ScoringConfig(image_min_similarity=0.15, nsfw={"enabled": False})
     p = TestPipeline()
     result = p | beam.Create(DOCS) | ScoreImageText(config, p | "Rows" >> beam.Create(rows()), loader=fake_loader)
     assert_that(

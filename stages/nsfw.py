@@ -1,0 +1,113 @@
+"""The NSFW scorer of the scoring stage (``scoring.nsfw``), next to the CLIP model.
+
+``ClipModelHandler.load_model`` wraps the loaded CLIP encoder in ``NsfwClipEncoder``
+once per worker: the prompt set is encoded with the text tower there, once, and the
+optional classifier head is loaded there. ``run_inference`` then scores every
+embedded image (documents' images and recycled pairs alike) from the embedding it
+already has: NSFW costs a matrix product per batch, no second pass over the image.
+
+Nothing is downloaded: the prompt set ships as package data and the head is a
+local (or Beam-filesystem) file, sha256-checked when ``head_sha256`` is given.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from mmcurate.filters import nsfw
+from mmcurate.pipeline.config import NsfwConfig
+
+DATA_DIR = Path(__file__).resolve().parents[1] / "filters" / "data"
+
+
+def prompt_path(name: str) -> Path:
+    path = Path(name) if os.sep in name or Path(name).is_absolute() else DATA_DIR / name
+    if not path.is_file():
+        import importlib.util
+
+        spec = importlib.util.find_spec("mmcurate.filters")
+        if spec and spec.origin and os.sep not in name:
+            path = Path(spec.origin).parent / "data" / name
+    return path
+
+
+def load_prompts(name: str) -> nsfw.PromptSet:
+    """The prompt set ``name`` (a file under filters/data/, or a path)."""
+    path = prompt_path(name)
+    if not path.is_file():
+        raise FileNotFoundError(f"scoring.nsfw.prompts: file not found: {name}")
+    return nsfw.parse_prompts(path.read_text(encoding="utf-8"), f"scoring.nsfw.prompts {path}")
+
+
+def load_head(path: str, sha256: str = "") -> nsfw.ClassifierHead:
+    """A classifier head state dict (torch ``.pt``/``.pth``), as numpy."""
+    import torch
+
+    from mmcurate.stages.clip_model import _open, file_sha256
+
+    if sha256:
+        actual = file_sha256(path)
+        if actual != sha256.lower():
+            raise ValueError(f"scoring.nsfw.head_sha256: {path} has sha256 {actual}, expected {sha256}")
+    with _open(path) as fh:
+        state = torch.load(io.BytesIO(fh.read()), map_location="cpu", weights_only=True)
+    if isinstance(state, dict) and "state_dict" in state:
+        state = state["state_dict"]
+    return nsfw.ClassifierHead.from_state_dict({k: v.float().numpy() for k, v in state.items()})
+
+
+def check_nsfw(config: NsfwConfig) -> None:
+    """Fail at pipeline construction, naming the key, on a bad prompt set or head."""
+    if not config.enabled:
+        return
+    load_prompts(config.prompts)
+    if config.head:
+        from mmcurate.stages.clip_model import _exists
+
+        if not _exists(config.head):
+            raise FileNotFoundError(f"scoring.nsfw.head: file not found: {config.head}")
+        load_head(config.head, config.head_sha256)
+
+
+def method(config: NsfwConfig) -> str:
+    """How images are scored, for the manifest."""
+    if config.head:
+        return f"head {config.head}"
+    return f"zero-shot {Path(config.prompts).name} (version {load_prompts(config.prompts).version})"
+
+
+class NsfwClipEncoder:
+    """A CLIP encoder (``encode_images``, ``encode_texts``) that also scores images for NSFW."""
+
+    def __init__(self, encoder: Any, config: NsfwConfig):
+        self.encoder = encoder
+        self.config = config
+        self.head: Optional[nsfw.ClassifierHead] = load_head(config.head, config.head_sha256) if config.head else None
+        self.prompts: Optional[nsfw.PromptSet] = None
+        self.prompt_vectors: Optional[np.ndarray] = None
+        if self.head is None:
+            self.prompts = load_prompts(config.prompts)
+            self.prompt_vectors = np.asarray(encoder.encode_texts(list(self.prompts.texts)), dtype=np.float32)
+
+    def encode_images(self, payloads: Sequence[bytes]):
+        return self.encoder.encode_images(payloads)
+
+    def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
+        return self.encoder.encode_texts(texts)
+
+    def nsfw_scores(self, vectors: np.ndarray) -> np.ndarray:
+        if self.head is not None:
+            return self.head.scores(vectors)
+        return nsfw.zero_shot_scores(vectors, self.prompt_vectors, self.prompts.nsfw_mask, self.config.logit_scale)
+
+
+def nsfw_scores(model: Any, vectors: np.ndarray) -> list[Optional[float]]:
+    """NSFW score per embedded image, or None each when the model has no scorer."""
+    if not isinstance(model, NsfwClipEncoder) or len(vectors) == 0:
+        return [None] * len(vectors)
+    return [float(s) for s in model.nsfw_scores(vectors)]

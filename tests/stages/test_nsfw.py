@@ -1,0 +1,235 @@
+"""NSFW image scores in the scoring stage (scoring.nsfw): the zero-shot and head
+scorers, the stage with a fake encoder, recycled pairs, and the real loading path
+with a tiny saved open_clip model."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+
+import apache_beam as beam
+import numpy as np
+import pytest
+from apache_beam.testing.test_pipeline import TestPipeline
+from apache_beam.testing.util import assert_that, equal_to
+from PIL import Image
+
+from mmcurate.filters import nsfw, reasons
+from mmcurate.pipeline.config import ScoringConfig
+from mmcurate.schemas import Document, ImageNode, Provenance, TextNode
+from mmcurate.stages.nsfw import NsfwClipEncoder, load_head, load_prompts
+from mmcurate.stages.recycle import Pair, ScorePairsFn
+from mmcurate.stages.scoring import IMAGE, PAIR, ClipModelHandler, ScoreImageText, load_clip
+
+COLOURS = {"red": (255, 0, 0), "green": (0, 255, 0), "blue": (0, 0, 255)}
+
+
+def png(colour: str) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (64, 48), COLOURS[colour]).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+PAYLOADS = {c: png(c) for c in COLOURS}
+IDS = {c: hashlib.sha256(p).hexdigest() for c, p in PAYLOADS.items()}
+
+
+class ColourEncoder:
+    """Solid colours and colour words on three axes, other texts on a fourth. With
+    the prompt set below, a red image is NSFW, green and blue are safe."""
+
+    def encode_images(self, payloads):
+        vectors = [np.array(Image.open(io.BytesIO(p)).convert("RGB").getpixel((0, 0)) + (0,), dtype=np.float32) / 255 for p in payloads]
+        return np.array(vectors, dtype=np.float32), [""] * len(payloads)
+
+    def encode_texts(self, texts):
+        out = []
+        for text in texts:
+            v = np.array([("red" in text) * 1.0, ("green" in text) * 1.0, ("blue" in text) * 1.0, 0.0], dtype=np.float32)
+            if not v.any():
+                v[3] = 1.0
+            out.append(v / np.linalg.norm(v))
+        return np.array(out, dtype=np.float32)
+
+
+@pytest.fixture(scope="module")
+def prompts(tmp_path_factory):
+    path = tmp_path_factory.mktemp("nsfw") / "colour_prompts_v3.txt"
+    path.write_text("version: 3\n# test prompts\nnsfw\ta red image\nsafe\ta green image\nsafe\ta blue image\n", encoding="utf-8")
+    return str(path)
+
+
+def image(colour: str) -> ImageNode:
+    return ImageNode(src=f"https://img.example/{colour}.png", alt=f"a {colour} square", image_id=IDS[colour], width=64, height=48)
+
+
+def doc(doc_id: str, *colours: str) -> Document:
+    nodes = [TextNode(f"Squares in {' and '.join(colours)}.")] + [image(c) for c in colours]
+    return Document(doc_id=doc_id, url=f"https://site.example/{doc_id}", provenance=Provenance("t.warc.gz", doc_id), nodes=tuple(nodes))
+
+
+def rows():
+    return [{"image_id": IDS[c], "status": "ok", "bytes": data, "path": None} for c, data in PAYLOADS.items()]
+
+
+# -- scorers --------------------------------------------------------------------------
+
+
+def test_shipped_prompt_set_is_versioned_and_balanced_towards_safe():
+    shipped = load_prompts("nsfw_prompts_v1.txt")
+    assert shipped.version == "1"
+    assert 0 < shipped.nsfw_mask.sum() < (~shipped.nsfw_mask).sum()
+    with pytest.raises(ValueError, match="version"):
+        nsfw.parse_prompts("nsfw\tx\n")
+    with pytest.raises(ValueError, match="line 2"):
+        nsfw.parse_prompts("version: 1\nunsafe\tx\n")
+
+
+def test_zero_shot_is_the_nsfw_probability_mass():
+    prompts = np.eye(3, dtype=np.float32)
+    images = np.array([[1, 0, 0], [0, 1, 0], [0.6, 0.8, 0]], dtype=np.float32)
+    scores = nsfw.zero_shot_scores(images, prompts, np.array([True, False, False]), logit_scale=10.0)
+    e = np.exp
+    assert scores == pytest.approx([e(10) / (e(10) + 2), 1 / (e(10) + 2), e(6) / (e(6) + e(8) + 1)], rel=1e-5)
+
+
+def test_head_in_the_laion_detector_format(tmp_path):
+    import torch
+
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(), torch.nn.Linear(3, 1), torch.nn.Sigmoid())
+    mean, variance = torch.rand(4), torch.rand(4) + 0.5
+    state = {
+        "norm.mean": mean,
+        "norm.variance": variance,
+        "linear_1.weight": net[0].weight.data,
+        "linear_1.bias": net[0].bias.data,
+        "linear_2.weight": net[2].weight.data,
+        "linear_2.bias": net[2].bias.data,
+    }
+    path = tmp_path / "head.pth"
+    torch.save(state, path)
+    head = load_head(str(path), hashlib.sha256(path.read_bytes()).hexdigest())
+    x = torch.rand(5, 4)
+    expected = net((x - mean) / variance.sqrt())[:, 0].detach().numpy()
+    assert head.scores(x.numpy()) == pytest.approx(expected, abs=1e-6)
+    with pytest.raises(ValueError, match="head_sha256"):
+        load_head(str(path), "0" * 64)
+    with pytest.raises(ValueError, match="expects 4-dimensional"):
+        head.scores(np.zeros((1, 16), dtype=np.float32))
+
+
+def test_verdicts():
+    assert nsfw.image_verdict(0.7, threshold=0.5).reason == reasons.IMAGE_NSFW
+    assert nsfw.image_verdict(0.5, threshold=0.5).keep
+    assert nsfw.document_verdict(1, min_images=1).reason == reasons.SAFETY_NSFW_IMAGES
+    assert nsfw.document_verdict(3, min_images=0).keep
+
+
+# -- the stage -------------------------------------------------------------------------
+
+
+def run_stage(config, docs):
+    p = TestPipeline()
+    result = p | beam.Create(docs) | ScoreImageText(config, p | "ImageRows" >> beam.Create(rows()), loader=lambda c: ColourEncoder())
+    return p, result
+
+
+def test_nsfw_images_reject_the_document_by_default(prompts):
+    config = ScoringConfig(image_min_similarity=-1.0, nsfw={"prompts": prompts})
+    p, result = run_stage(config, [doc("mixed", "red", "green"), doc("safe", "green", "blue")])
+    assert_that(result.kept | "Kept" >> beam.Map(lambda d: d.doc_id), equal_to(["safe"]), label="kept")
+    assert_that(
+        result.rejected | "Rows" >> beam.Map(lambda r: (r.subject, r.doc_id, r.reason)),
+        equal_to([("image", IDS["red"], reasons.IMAGE_NSFW), ("page", "mixed", reasons.SAFETY_NSFW_IMAGES)]),
+        label="rejected",
+    )
+    assert_that(
+        result.kept | "Signals" >> beam.Map(lambda d: (d.signals[nsfw.NSFW_IMAGES], d.signals[nsfw.NSFW_MAX] < 0.01)),
+        equal_to([(0.0, True)]),
+        label="signals",
+    )
+    p.run().wait_until_finish()
+
+
+def test_nsfw_images_are_dropped_and_the_document_kept_when_asked(prompts):
+    config = ScoringConfig(image_min_similarity=-1.0, nsfw={"prompts": prompts, "reject_document_min_images": 0})
+    p, result = run_stage(config, [doc("mixed", "red", "green")])
+    assert_that(
+        result.kept
+        | beam.Map(
+            lambda d: (
+                [n.src.rsplit("/", 1)[1] for n in d.image_nodes],
+                d.signals[nsfw.NSFW_IMAGES],
+                d.signals[nsfw.image_signal(0)] > 0.99,
+                d.signals[nsfw.image_signal(1)] < 0.01,
+                d.signals["clip.images_removed"],
+            )
+        ),
+        equal_to([(["green.png"], 1.0, True, True, 0.0)]),
+    )
+    assert_that(result.rejected | "Reasons" >> beam.Map(lambda r: r.reason), equal_to([reasons.IMAGE_NSFW]), label="rows")
+    p.run().wait_until_finish()
+
+
+def test_nsfw_off_scores_nothing(prompts):
+    config = ScoringConfig(image_min_similarity=-1.0, nsfw={"enabled": False, "prompts": prompts})
+    p, result = run_stage(config, [doc("mixed", "red", "green")])
+    assert_that(result.kept | beam.Map(lambda d: sorted(k for k in d.signals if k.startswith("nsfw"))), equal_to([[]]))
+    p.run().wait_until_finish()
+
+
+def test_recycled_pairs_get_the_same_check():
+    pair = Pair(url="https://img.example/red.png", caption="a red square", caption_source="alt", doc_id="d", doc_url="u", provenance=Provenance("t"))
+    fn = ScorePairsFn(0.1, nsfw_threshold=0.5)
+    fn.setup()
+    out = list(fn.process((PAIR, pair, 0.9, "", 0.97)))
+    assert [(o.value.reason, o.value.subject, o.value.value) for o in out] == [(reasons.IMAGE_NSFW, "pair", pytest.approx(0.97))]
+    kept = list(fn.process((PAIR, pair, 0.9, "", 0.02)))
+    assert [k.similarity for k in kept] == [0.9]
+    assert [k.similarity for k in ScorePairsFn(0.1).process((PAIR, pair, 0.9, "", 0.97))] == [0.9]  # nsfw off
+
+
+# -- the real loading path -----------------------------------------------------------
+
+TINY = {
+    "embed_dim": 16,
+    "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "patch_size": 16, "head_width": 16},
+    "text_cfg": {"context_length": 16, "vocab_size": 49408, "width": 8, "heads": 2, "layers": 1},
+}
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    import open_clip
+    import torch
+
+    directory = tmp_path_factory.mktemp("clip")
+    config_path = directory / "mmcurate-tiny-nsfw.json"
+    config_path.write_text(json.dumps(TINY))
+    open_clip.add_model_config(config_path)
+    torch.manual_seed(1)
+    model = open_clip.create_model("mmcurate-tiny-nsfw", pretrained=None, load_weights=False)
+    checkpoint = directory / "tiny.pt"
+    torch.save(model.state_dict(), checkpoint)
+    return ScoringConfig(architecture="mmcurate-tiny-nsfw", architecture_config=str(config_path), checkpoint=str(checkpoint))
+
+
+def test_tiny_open_clip_scores_images_through_the_model_handler(tiny):
+    handler = ClipModelHandler(tiny)
+    model = handler.load_model()
+    assert isinstance(model, NsfwClipEncoder)
+    assert model.prompt_vectors.shape == (len(load_prompts("nsfw_prompts_v1.txt").texts), 16)
+    out = list(handler.run_inference([(IMAGE, IDS["red"], PAYLOADS["red"]), (IMAGE, "junk", b"junk")], model))
+    (_, red_id, vector, error, score), (_, _, none, junk_error, no_score) = out
+    assert red_id == IDS["red"] and error == "" and vector.shape == (16,)
+    assert 0.0 <= score <= 1.0
+    # The same score as the zero-shot formula on the same embedding.
+    shipped = load_prompts("nsfw_prompts_v1.txt")
+    clip = load_clip(tiny)
+    expected = nsfw.zero_shot_scores(vector[None], clip.encode_texts(list(shipped.texts)), shipped.nsfw_mask, 100.0)[0]
+    assert score == pytest.approx(float(expected), abs=1e-5)
+    assert none is None and junk_error and no_score is None
+    off = ClipModelHandler(ScoringConfig(**{**tiny.model_dump(), "nsfw": {"enabled": False}}))
+    assert not isinstance(off.load_model(), NsfwClipEncoder)
