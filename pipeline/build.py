@@ -135,6 +135,7 @@ def build_pipeline(
             image_rows=images,
             kept=docs,
             accelerator=scoring_accelerator(pipeline),
+            pii=config.safety.pii,
         )
         pair_rows = recycled.pairs
         all_decisions = (all_decisions, recycled.decisions) | "WithPairDecisions" >> beam.Flatten()

@@ -72,6 +72,7 @@ def safety_summary(config: Config, counters: Mapping[tuple[str, str], int]) -> d
                 "ip": pii.ip_placeholder if pii.ip else None,
                 "phone": pii.phone_placeholder if pii.phone else None,
             },
+            "pairs": count("recycle", "pii.pairs"),
             "seconds": round(count("write", "pii.micros") / 1e6, 3),
         },
     }

@@ -44,7 +44,7 @@ from mmcurate.filters import captions, reasons
 from mmcurate.filters.clip import pair_verdict
 from mmcurate.filters.nsfw import image_verdict as nsfw_image_verdict
 from mmcurate.filters.language import load_language_model
-from mmcurate.pipeline.config import ImagesConfig, RecycleConfig, ScoringConfig
+from mmcurate.pipeline.config import PiiConfig, ImagesConfig, RecycleConfig, ScoringConfig
 from mmcurate.schemas import KIND_REJECTED, Decision, Document, ImageNode, Provenance
 from mmcurate.schemas.document import SUBJECT_PAGE
 from mmcurate.stages.common import StageCounters
@@ -351,7 +351,8 @@ class RecyclePairs(beam.PTransform):
     image payloads; ``image_rows`` the images stage's rows (reused by URL);
     ``kept`` the kept documents (used with ``recycle.from_kept``). ``loader``
     replaces the CLIP loader (tests); CLIP runs when ``scoring.checkpoint`` is set
-    or a loader is given."""
+    or a loader is given. With ``pii`` (``safety.pii``), personal data in the
+    captions of the pairs written is replaced, after every pair rule has decided."""
 
     def __init__(
         self,
@@ -365,9 +366,11 @@ class RecyclePairs(beam.PTransform):
         kept: Optional[beam.PCollection] = None,
         loader: Any = None,
         accelerator: Optional[str] = None,
+        pii: Optional[PiiConfig] = None,
         label: Optional[str] = None,
     ):
         super().__init__(label)
+        self._pii = pii
         self._config = config
         self._images = images
         self._scoring = scoring or ScoringConfig()
@@ -469,5 +472,9 @@ class RecyclePairs(beam.PTransform):
             )
             rejected.append(scored[DECISIONS])
             pairs = scored["pairs"]
+        if self._pii is not None and self._pii.enabled:  # safety.pii: captions are written text too
+            from mmcurate.stages.safety import RedactCaptionsFn
+
+            pairs = pairs | "RedactCaptions" >> beam.ParDo(RedactCaptionsFn(self._pii))
         rows_out = pairs | "PairRows" >> beam.ParDo(_WriteRowFn(config.store_bytes))
         return RecycleResult(rows_out, rejected | "PairDecisions" >> beam.Flatten())

@@ -243,3 +243,24 @@ class RedactPersonalData(beam.PTransform):
     def expand(self, docs: beam.PCollection) -> beam.PCollection:
         return docs | "Redact" >> beam.ParDo(RedactPersonalDataFn(self._config))
 
+
+
+class RedactCaptionsFn(beam.DoFn):
+    """Recycled pairs (stage recycle) with personal data in their captions replaced,
+    counted in the ``recycle`` namespace (``pii.pairs``, ``pii.<kind>``)."""
+
+    def __init__(self, config: PiiConfig):
+        self._config = config
+
+    def setup(self) -> None:
+        self._counters = StageCounters("recycle")
+        self._redactor = redactor(self._config)
+
+    def process(self, pair) -> Iterable:
+        caption, counts = self._redactor.redact(pair.caption, pii.region_for_url(pair.doc_url, self._config.phone_region))
+        if counts:
+            self._counters.inc("pii.pairs")
+            for kind, n in counts.items():
+                self._counters.inc(pii.signal(kind), n)
+            pair = dataclasses.replace(pair, caption=caption)
+        yield pair

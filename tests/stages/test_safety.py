@@ -118,6 +118,19 @@ def test_redaction_changes_text_never_fate():
         )
 
 
+def test_recycled_pair_captions_are_redacted_too():
+    from mmcurate.stages.recycle import Pair
+    from mmcurate.stages.safety import RedactCaptionsFn
+
+    fn = RedactCaptionsFn(PiiConfig())
+    fn.setup()
+    pair = Pair(url="https://example.de/a.jpg", caption="Ruf an: 030 12345678", caption_source="alt", doc_id="d",
+                doc_url="https://example.de/kontakt", provenance=Provenance("t.warc.gz"))
+    assert [p.caption for p in fn.process(pair)] == ["Ruf an: <PHONE>"]
+    clean = dataclasses.replace(pair, caption="The harbour in 1902")
+    assert list(fn.process(clean)) == [clean]
+
+
 # ---------------------------------------------------------------------------------
 # End to end
 # ---------------------------------------------------------------------------------
