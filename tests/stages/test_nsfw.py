@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 
 import apache_beam as beam
 import numpy as np
@@ -21,6 +20,7 @@ from mmcurate.schemas import Document, ImageNode, Provenance, TextNode
 from mmcurate.stages.nsfw import NsfwClipEncoder, load_head, load_prompts
 from mmcurate.stages.recycle import Pair, ScorePairsFn
 from mmcurate.stages.scoring import IMAGE, PAIR, ClipModelHandler, ScoreImageText, load_clip
+from tinyclip import ColourEncoder, save_tiny_clip
 
 COLOURS = {"red": (255, 0, 0), "green": (0, 255, 0), "blue": (0, 0, 255)}
 
@@ -33,24 +33,6 @@ def png(colour: str) -> bytes:
 
 PAYLOADS = {c: png(c) for c in COLOURS}
 IDS = {c: hashlib.sha256(p).hexdigest() for c, p in PAYLOADS.items()}
-
-
-class ColourEncoder:
-    """Solid colours and colour words on three axes, other texts on a fourth. With
-    the prompt set below, a red image is NSFW, green and blue are safe."""
-
-    def encode_images(self, payloads):
-        vectors = [np.array(Image.open(io.BytesIO(p)).convert("RGB").getpixel((0, 0)) + (0,), dtype=np.float32) / 255 for p in payloads]
-        return np.array(vectors, dtype=np.float32), [""] * len(payloads)
-
-    def encode_texts(self, texts):
-        out = []
-        for text in texts:
-            v = np.array([("red" in text) * 1.0, ("green" in text) * 1.0, ("blue" in text) * 1.0, 0.0], dtype=np.float32)
-            if not v.any():
-                v[3] = 1.0
-            out.append(v / np.linalg.norm(v))
-        return np.array(out, dtype=np.float32)
 
 
 @pytest.fixture(scope="module")
@@ -193,27 +175,10 @@ def test_recycled_pairs_get_the_same_check():
 
 # -- the real loading path -----------------------------------------------------------
 
-TINY = {
-    "embed_dim": 16,
-    "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "patch_size": 16, "head_width": 16},
-    "text_cfg": {"context_length": 16, "vocab_size": 49408, "width": 8, "heads": 2, "layers": 1},
-}
-
-
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    import open_clip
-    import torch
-
-    directory = tmp_path_factory.mktemp("clip")
-    config_path = directory / "mmcurate-tiny-nsfw.json"
-    config_path.write_text(json.dumps(TINY))
-    open_clip.add_model_config(config_path)
-    torch.manual_seed(1)
-    model = open_clip.create_model("mmcurate-tiny-nsfw", pretrained=None, load_weights=False)
-    checkpoint = directory / "tiny.pt"
-    torch.save(model.state_dict(), checkpoint)
-    return ScoringConfig(architecture="mmcurate-tiny-nsfw", architecture_config=str(config_path), checkpoint=str(checkpoint))
+    config_path, checkpoint, digest = save_tiny_clip(tmp_path_factory.mktemp("clip"), "mmcurate-tiny-nsfw", seed=1)
+    return ScoringConfig(architecture="mmcurate-tiny-nsfw", architecture_config=config_path, checkpoint=checkpoint, checkpoint_sha256=digest)
 
 
 def test_tiny_open_clip_scores_images_through_the_model_handler(tiny):

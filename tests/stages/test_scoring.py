@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 
 import apache_beam as beam
 import numpy as np
@@ -21,6 +20,7 @@ from mmcurate.pipeline.config import ConfigError, ScoringConfig, load_config
 from mmcurate.schemas import Document, ImageNode, Provenance, TextNode
 from mmcurate.stages import scoring
 from mmcurate.stages.scoring import ChecksumError, ClipEncoder, ScoreImageText, load_clip
+from tinyclip import save_tiny_clip
 
 COLOURS = {"red": (255, 0, 0), "green": (0, 255, 0), "blue": (0, 0, 255)}
 
@@ -200,28 +200,10 @@ def test_aggregates_and_image_and_pair_verdicts():
 
 # -- the real loading path, with a tiny open_clip model -------------------------------
 
-TINY = {
-    "embed_dim": 16,
-    "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "patch_size": 16, "head_width": 16},
-    "text_cfg": {"context_length": 16, "vocab_size": 49408, "width": 8, "heads": 2, "layers": 1},
-}
-
-
 @pytest.fixture(scope="module")
 def tiny_checkpoint(tmp_path_factory):
     """A tiny open_clip model (a custom config, ~1 MB of weights) saved to disk."""
-    import open_clip
-    import torch
-
-    directory = tmp_path_factory.mktemp("clip")
-    config_path = directory / "mmcurate-tiny.json"
-    config_path.write_text(json.dumps(TINY))
-    open_clip.add_model_config(config_path)
-    torch.manual_seed(0)
-    model = open_clip.create_model("mmcurate-tiny", pretrained=None, load_weights=False)
-    checkpoint = directory / "tiny.pt"
-    torch.save({k: v.half() for k, v in model.state_dict().items()}, checkpoint)
-    return str(config_path), str(checkpoint), hashlib.sha256(checkpoint.read_bytes()).hexdigest()
+    return save_tiny_clip(tmp_path_factory.mktemp("clip"), "mmcurate-tiny")
 
 
 def tiny_config(tiny_checkpoint, **extra) -> ScoringConfig:
