@@ -32,6 +32,7 @@ a price damages the text for nothing. So:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import ipaddress
 import re
 from collections import Counter
@@ -53,15 +54,15 @@ def signal(kind: str) -> str:
 
 REPLACED = "pii.replaced"  # all kinds together
 
-_EMAIL = re.compile(
+_EMAIL = (
     r"(?<![\w.+%-])[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*"
-    r"@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+([A-Za-z]{2,24})(?![\w-])"
+    r"@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+(?P<tld>[A-Za-z]{2,24})(?![\w-])"
 )
 _FILE_EXTENSIONS = frozenset({"png", "jpg", "jpeg", "gif", "webp", "svg", "avif", "bmp", "ico", "css", "js", "pdf"})
 
 _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
-_IPV4 = re.compile(rf"(?<![\w.]){_OCTET}(?:\.{_OCTET}){{3}}(?![\w]|\.\w)")
-_IPV6 = re.compile(r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:[0-9A-Fa-f]{1,4}|:)?(?![\w:])")
+_IPV4 = rf"(?<![\w.]){_OCTET}(?:\.{_OCTET}){{3}}(?![\w]|\.\w)"
+_IPV6 = r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:[0-9A-Fa-f]{1,4}|:)?(?![\w:])"
 # Words after which a dotted number is a number, not an address.
 _NUMBER_CONTEXT = re.compile(
     r"(?:\bv|\bver\.?|\bversion|\brelease[ds]?|\bbuild|\bfirmware|\bupdate|\bpatch|\bkernel|\bsection|\bchapter"
@@ -71,7 +72,11 @@ _NUMBER_CONTEXT = re.compile(
 )
 
 # Phone candidates: an optional + (or 00), then digits with common separators.
-_PHONE_CANDIDATE = re.compile(r"(?<![\w.+/-])(?:\+|00)?\(?\d[\d ().\-/\u00a0]{5,22}\d(?![\w]|[.,]\d)")
+_PHONE_CANDIDATE = r"(?<![\w.+/-])(?:\+|00)?\(?\d[\d ().\-/\u00a0]{5,22}\d(?![\w]|[.,]\d)"
+# One scan per text for candidates of every kind; each is then checked on its own.
+_CANDIDATES = re.compile(
+    rf"(?P<email>{_EMAIL})|(?P<ipv4>{_IPV4})|(?P<ipv6>{_IPV6})|(?P<phone>{_PHONE_CANDIDATE})"
+)
 _DIGITS = re.compile(r"\d")
 _DATE = re.compile(r"^\s*(?:\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4})\s*$")
 _ISBN_BEFORE = re.compile(r"isbn(?:-1[03])?\s*[:#]?\s*$", re.IGNORECASE)
@@ -87,13 +92,16 @@ def region_for_url(url: str, default: str) -> str:
     tld = host.rsplit(".", 1)[-1] if "." in host else ""
     if len(tld) == 2 and tld.isalpha():
         region = _TLD_REGION.get(tld, tld.upper())
-        if region:
-            from phonenumbers import COUNTRY_CODE_TO_REGION_CODE
-
-            known = {r for regions in COUNTRY_CODE_TO_REGION_CODE.values() for r in regions}
-            if region in known:
-                return region
+        if region and region in _known_regions():
+            return region
     return default
+
+
+@functools.lru_cache(maxsize=1)
+def _known_regions() -> frozenset[str]:
+    from phonenumbers import COUNTRY_CODE_TO_REGION_CODE
+
+    return frozenset(r for regions in COUNTRY_CODE_TO_REGION_CODE.values() for r in regions)
 
 
 def _isbn13(digits: str) -> bool:
@@ -120,47 +128,42 @@ class Redactor:
         return parsed.is_global if self.public_only else True
 
     def _spans(self, text: str, region: str) -> list[tuple[int, int, str]]:
+        """Every item to replace, from one scan of ``text`` for candidates of any kind."""
         spans: list[tuple[int, int, str]] = []
-        if self.email is not None and "@" in text:
-            for m in _EMAIL.finditer(text):
-                if m.group(1).lower() not in _FILE_EXTENSIONS:
-                    spans.append((m.start(), m.end(), EMAIL))
-        if self.ip is not None:
-            if "." in text:
-                for m in _IPV4.finditer(text):
-                    if _NUMBER_CONTEXT.search(text[max(0, m.start() - 24) : m.start()]):
-                        continue
-                    if self._ip_ok(m.group()):
-                        spans.append((m.start(), m.end(), IP))
-            if "::" in text or text.count(":") >= 7:
-                for m in _IPV6.finditer(text):
-                    candidate = m.group()
-                    groups = [g for g in candidate.split(":") if g]
-                    if len(groups) < 3 or ("::" not in candidate and len(groups) != 8):
-                        continue
-                    if self._ip_ok(candidate):
-                        spans.append((m.start(), m.end(), IP))
-        if self.phone is not None:
-            spans += self._phone_spans(text, region)
+        for m in _CANDIDATES.finditer(text):
+            kind = m.lastgroup
+            start, end = m.span()
+            if kind == "email":
+                if self.email is not None and m.group("tld").lower() not in _FILE_EXTENSIONS:
+                    spans.append((start, end, EMAIL))
+            elif kind == "ipv4":
+                if self.ip is not None and not _NUMBER_CONTEXT.search(text[max(0, start - 24) : start]) and self._ip_ok(m.group()):
+                    spans.append((start, end, IP))
+            elif kind == "ipv6":
+                candidate = m.group()
+                groups = [g for g in candidate.split(":") if g]
+                if self.ip is not None and len(groups) >= 3 and ("::" in candidate or len(groups) == 8) and self._ip_ok(candidate):
+                    spans.append((start, end, IP))
+            elif self.phone is not None:
+                spans += self._phone_spans(text, m, region)
         return spans
 
-    def _phone_spans(self, text: str, region: str) -> list[tuple[int, int, str]]:
+    def _phone_spans(self, text: str, m: "re.Match[str]", region: str) -> list[tuple[int, int, str]]:
         import phonenumbers
 
-        out = []
-        for m in _PHONE_CANDIDATE.finditer(text):
-            candidate = m.group()
-            digits = "".join(_DIGITS.findall(candidate))
-            if len(digits) < 7 or len(digits) > 15:
-                continue
-            if not candidate.startswith(("+", "00")) and candidate.isdigit():
-                continue  # a bare digit run is an order, tracking or account number more often than a phone
-            before = text[max(0, m.start() - 12) : m.start()]
-            if _ISBN_BEFORE.search(before) or _CURRENCY_BEFORE.search(before) or _isbn13(digits) or _DATE.match(candidate):
-                continue
-            for found in phonenumbers.PhoneNumberMatcher(candidate, region or "ZZ", leniency=phonenumbers.Leniency.VALID):
-                out.append((m.start() + found.start, m.start() + found.end, PHONE))
-        return out
+        candidate = m.group()
+        digits = "".join(_DIGITS.findall(candidate))
+        if len(digits) < 7 or len(digits) > 15:
+            return []
+        if not candidate.startswith(("+", "00")) and candidate.isdigit():
+            return []  # a bare digit run is an order, tracking or account number more often than a phone
+        before = text[max(0, m.start() - 12) : m.start()]
+        if _ISBN_BEFORE.search(before) or _CURRENCY_BEFORE.search(before) or _isbn13(digits) or _DATE.match(candidate):
+            return []
+        return [
+            (m.start() + found.start, m.start() + found.end, PHONE)
+            for found in phonenumbers.PhoneNumberMatcher(candidate, region or "ZZ", leniency=phonenumbers.Leniency.VALID)
+        ]
 
     def redact(self, text: str, region: str = "US") -> tuple[str, Mapping[str, int]]:
         """``text`` with every found item replaced, and the count of each kind."""

@@ -32,7 +32,10 @@ class UrlBlocklist:
         return bool(self.domains) or self.pattern is not None
 
     def match(self, url: str) -> Optional[tuple[str, str]]:
-        """``(DOMAIN, listed domain)`` or ``(SUBSTRING, matched entry)``, or None."""
+        """``(DOMAIN, listed domain)`` or ``(SUBSTRING, matched entry)``, or None.
+        Only http(s) URLs are looked up (an inline ``data:`` image has no host)."""
+        if not url[:6].lower().startswith(("http:", "https:")):
+            return None
         if self.domains:
             labels = urls.url_host(url).split(".")
             for i in range(len(labels)):
