@@ -361,6 +361,18 @@ def distributions(con: duckdb.DuckDBPyConnection, views: Sequence[str], manifest
             [("heuristics.language.min_score", "language.min_score", heur)],
             False,
         ),
+        (
+            "flagged-word ratio (safety.flagged_words.ratio)",
+            "safety.flagged_words.ratio",
+            [
+                (
+                    "heuristics.flagged_words.max_document_ratio",
+                    "flagged_words.max_document_ratio",
+                    "heuristics.flagged_words.enabled",
+                )
+            ],
+            False,
+        ),
         ("quality score (quality_score)", "quality_score", [("quality.min_score", "quality.min_score", "quality")], False),
         ("machine-translation score (mt_score)", "mt_score", [("quality.mt.max_score", "quality.mt.max_score", "quality")], False),
         ("weak-model text score (llm_score)", "llm_score", [("quality.llm.max_score", "quality.llm.max_score", "quality")], False),
