@@ -20,7 +20,7 @@ def nsfw_state(config: Config) -> tuple[bool, str]:
     if not config.scoring.nsfw.enabled:
         return False, "scoring.nsfw.enabled is false"
     if "scoring" not in config.run.stages:
-        return False, "stage scoring is not in run.stages (it needs a CLIP checkpoint and stage images)"
+        return False, "stage scoring is not in run.stages; it needs a CLIP checkpoint and stage images"
     if not config.scoring.clip_on:
         return False, "scoring.checkpoint is not set: there is no CLIP embedding to score"
     return True, ""

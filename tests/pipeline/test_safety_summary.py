@@ -8,7 +8,7 @@ from mmcurate.pipeline.safety_summary import format_safety, safety_summary
 def test_nsfw_off_says_why():
     assert safety_summary(load_config(), {})["nsfw"] == {
         "enabled": False,
-        "why": "stage scoring is not in run.stages (it needs a CLIP checkpoint and stage images)",
+        "why": "stage scoring is not in run.stages; it needs a CLIP checkpoint and stage images",
         "threshold": 0.5,
         "reject_document_min_images": 1,
         "images_dropped": 0,
