@@ -85,6 +85,11 @@ IMAGE_TOO_MANY_BYTES = "image.too_many_bytes"
 IMAGE_WRONG_CONTENT_TYPE = "image.wrong_content_type"
 IMAGE_REDIRECT_LOOP = "image.redirect_loop"
 IMAGE_TOO_MANY_REDIRECTS = "image.too_many_redirects"
+# A URL (or a redirect's Location) that cannot be fetched as written: unparseable,
+# a port out of range, a host name IDNA cannot encode.
+IMAGE_INVALID_URL = "image.invalid_url"
+# Captured in the input WARCs, but over read.max_image_bytes, so not kept aside.
+IMAGE_CAPTURE_TOO_LARGE = "image.capture_too_large"
 
 # image: decoding and validation (stage: images, subject image; filters/images.py)
 IMAGE_NOT_AN_IMAGE = "image.not_an_image"
@@ -224,6 +229,8 @@ ALL_REASONS = frozenset(
         IMAGE_WRONG_CONTENT_TYPE,
         IMAGE_REDIRECT_LOOP,
         IMAGE_TOO_MANY_REDIRECTS,
+        IMAGE_INVALID_URL,
+        IMAGE_CAPTURE_TOO_LARGE,
         IMAGE_NOT_AN_IMAGE,
         IMAGE_UNDECODABLE,
         IMAGE_DECOMPRESSION_BOMB,

@@ -243,6 +243,7 @@ class FetchImagesFn(beam.DoFn):
                     url=item.url,
                     status=STATUS_FAILED,
                     reason=item.reason,
+                    kind=item.kind,
                     value=item.value,
                     threshold=item.threshold,
                     detail=item.detail,

@@ -17,11 +17,18 @@
   means complete disallow;
 - SSRF guard: every host is resolved by ``GuardedResolver``, which caches answers
   and refuses loopback, private, link-local, multicast, reserved and unspecified
-  addresses unless ``allowed_networks`` lists them. aiohttp connects only to
-  addresses this resolver returned, so a DNS answer cannot change between the
-  check and the connection.
+  addresses unless ``allowed_networks`` lists them. An IPv6 address that embeds an
+  IPv4 address (IPv4-mapped and -compatible, 6to4 2002::/16, Teredo 2001::/32,
+  NAT64 64:ff9b::/96, ISATAP) is refused when the embedded address is. aiohttp
+  connects only to addresses this resolver returned, so a DNS answer cannot change
+  between the check and the connection. robots.txt requests and their redirects go
+  through the same check;
+- a URL that cannot be fetched as written (unparseable, a port out of range, a host
+  name IDNA cannot encode, in the page or in a redirect's ``Location``) fails as
+  ``image.invalid_url`` before anything is sent.
 
-Every outcome is a ``Fetched`` value; nothing raises for a bad URL or server.
+Every outcome is a ``Fetched`` value; nothing raises for a bad URL or server. An
+exception nobody foresaw becomes a ``Fetched`` of kind ``error`` named after it.
 """
 
 from __future__ import annotations
@@ -49,6 +56,7 @@ REDIRECTS = frozenset({301, 302, 303, 307, 308})
 # Served when the declared type says nothing: the magic bytes decide later.
 GENERIC_TYPES = frozenset({"", "application/octet-stream", "binary/octet-stream", "application/unknown"})
 ROBOTS_MAX_BYTES = 500 * 1024  # RFC 9309 sec. 2.5: parse at least 500 KiB
+_DISALLOW_ALL = "User-agent: *\nDisallow: /\n"
 _CHUNK = 64 * 1024
 
 # ---------------------------------------------------------------------------------
@@ -95,6 +103,8 @@ def canonical_url(url: str) -> str:
     except UnicodeError:
         host = host.lower()
     if ":" in host:  # IPv6 literal
+        if _ip_or_none(host) is None:
+            return url  # "[%5B::1%5D]" and the like: not a host, left for the fetch to refuse
         host = f"[{host}]"
     netloc = host if port in (None, _DEFAULT_PORTS[scheme]) else f"{host}:{port}"
     if parts.username or parts.password:
@@ -122,11 +132,39 @@ class RefusedAddress(OSError):
     """A host that resolves to an address the guard refuses."""
 
 
-def refused_reason(address: str, allowed: Sequence[ipaddress._BaseNetwork]) -> str:
-    """Why ``address`` may not be fetched ("" when it may)."""
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+def _ip_or_none(text: str) -> Optional[ipaddress.IPv4Address | ipaddress.IPv6Address]:
+    try:
+        return ipaddress.ip_address(text.split("%", 1)[0])
+    except ValueError:
+        return None
+
+
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")  # RFC 6052 well-known prefix
+_IPV4_COMPATIBLE = ipaddress.ip_network("::/96")  # RFC 4291 2.5.5.1 (deprecated)
+_LOW32 = 0xFFFFFFFF
+
+
+def embedded_ipv4(ip: ipaddress.IPv6Address) -> list[tuple[str, ipaddress.IPv4Address]]:
+    """The IPv4 addresses an IPv6 address carries, with the form that carries each:
+    6to4 (RFC 3056), Teredo server and client (RFC 4380), NAT64 (RFC 6052),
+    IPv4-compatible (RFC 4291) and ISATAP (RFC 5214) interface ids. A packet to such
+    an address ends up at (or is relayed through) the embedded IPv4 host."""
+    found: list[tuple[str, ipaddress.IPv4Address]] = []
+    if ip.sixtofour is not None:
+        found.append(("6to4", ip.sixtofour))
+    if ip.teredo is not None:
+        server, client = ip.teredo
+        found += [("Teredo server", server), ("Teredo client", client)]
+    if ip in _NAT64:
+        found.append(("NAT64", ipaddress.IPv4Address(int(ip) & _LOW32)))
+    if ip in _IPV4_COMPATIBLE and int(ip) > 1:  # not :: or ::1
+        found.append(("IPv4-compatible", ipaddress.IPv4Address(int(ip) & _LOW32)))
+    if (int(ip) >> 32) & 0xFDFFFFFF == 0x00005EFE:  # ISATAP interface id ...:[02]00:5efe:a.b.c.d
+        found.append(("ISATAP", ipaddress.IPv4Address(int(ip) & _LOW32)))
+    return found
+
+
+def _refused_one(ip: ipaddress.IPv4Address | ipaddress.IPv6Address, allowed: Sequence[ipaddress._BaseNetwork]) -> str:
     if any(ip in net for net in allowed):
         return ""
     for attr in ("is_loopback", "is_private", "is_link_local", "is_multicast", "is_reserved", "is_unspecified"):
@@ -134,6 +172,23 @@ def refused_reason(address: str, allowed: Sequence[ipaddress._BaseNetwork]) -> s
             return attr.removeprefix("is_")
     if not ip.is_global:  # shared address space, documentation ranges, ...
         return "not_global"
+    return ""
+
+
+def refused_reason(address: str, allowed: Sequence[ipaddress._BaseNetwork]) -> str:
+    """Why ``address`` may not be fetched ("" when it may). An IPv6 address that
+    embeds an IPv4 address is refused when either one is, e.g.
+    ``"private: 6to4 embeds 169.254.169.254"``."""
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    why = _refused_one(ip, allowed)
+    if why or not isinstance(ip, ipaddress.IPv6Address):
+        return why
+    for form, inner in embedded_ipv4(ip):
+        why = _refused_one(inner, allowed)
+        if why:
+            return f"{why}: {form} embeds {inner}"
     return ""
 
 
@@ -149,9 +204,7 @@ class GuardedResolver(AbstractResolver):
 
     def check_literal(self, host: str) -> None:
         """Raise RefusedAddress for a refused IP literal (aiohttp does not resolve those)."""
-        try:
-            ipaddress.ip_address(host.strip("[]"))
-        except ValueError:
+        if _ip_or_none(host.strip("[]")) is None:
             return
         why = refused_reason(host.strip("[]"), self._allowed)
         if why:
@@ -237,6 +290,9 @@ class Fetched:
     detail: str = ""
     attempts: int = 0
     redirects: int = 0
+    # "rejected" for the reason codes above; "error" for an exception nobody foresaw
+    # (then ``reason`` is its type name).
+    kind: str = "rejected"
 
 
 class _Failure(Exception):
@@ -250,6 +306,44 @@ class _Failure(Exception):
 
 def _mime(content_type: Optional[str]) -> str:
     return (content_type or "").split(";", 1)[0].strip().lower()
+
+
+_HOST_LABEL = re.compile(r"(?!-)[A-Za-z0-9_-]{1,63}(?<!-)")
+
+
+def fetch_target(url: str) -> tuple[str, str, int]:
+    """(scheme, host, port) of a URL about to be fetched; ``_Failure`` with
+    ``image.unsupported_scheme`` or ``image.invalid_url`` when it cannot be fetched as
+    written: unparseable (``http://[::1/x``), a port out of range, no host, or a host
+    that is neither an IP literal nor a DNS name (IDNA-encoded, RFC 1035 lengths)."""
+    try:
+        parts = urlsplit(url)
+        scheme = parts.scheme.lower()
+        host = parts.hostname or ""
+        port = parts.port
+    except ValueError as exc:
+        raise _Failure(reasons.IMAGE_INVALID_URL, f"{url[:200]}: {exc}") from None
+    if scheme not in _DEFAULT_PORTS:
+        raise _Failure(reasons.IMAGE_UNSUPPORTED_SCHEME, f"scheme {scheme!r}")
+    if not host:
+        raise _Failure(reasons.IMAGE_INVALID_URL, f"{url[:200]}: no host")
+    if _ip_or_none(host) is None:
+        try:
+            ascii_host = host.rstrip(".").encode("idna").decode("ascii")
+        except UnicodeError as exc:
+            raise _Failure(reasons.IMAGE_INVALID_URL, f"{url[:200]}: host {host[:100]!r}: {exc}") from None
+        labels = ascii_host.split(".")
+        if len(ascii_host) > 253 or not all(_HOST_LABEL.fullmatch(label) for label in labels):
+            raise _Failure(reasons.IMAGE_INVALID_URL, f"{url[:200]}: host {host[:100]!r} is not a DNS name")
+    return scheme, host, port if port is not None else _DEFAULT_PORTS[scheme]
+
+
+def _join(base: str, location: str) -> str:
+    """The canonical URL a redirect's ``Location`` names; ``_Failure`` if unparseable."""
+    try:
+        return canonical_url(urljoin(base, location))
+    except ValueError as exc:
+        raise _Failure(reasons.IMAGE_INVALID_URL, f"redirect to {location[:200]!r}: {exc}") from None
 
 
 def _retry_after(value: Optional[str]) -> float:
@@ -271,6 +365,7 @@ class ImageFetcher:
         self._slots: Optional[asyncio.Semaphore] = None
         self._host_slots: dict[str, asyncio.Semaphore] = {}
         self._robots: dict[str, asyncio.Future] = {}
+        self._robots_faults: dict[str, str] = {}  # host key -> why its robots.txt counts as disallow-all
         self.requests = 0
 
     @property
@@ -336,6 +431,18 @@ class ImageFetcher:
                 attempts=state["attempts"],
                 redirects=state["redirects"],
             )
+        except Exception as exc:  # never raise: one hostile URL must not end the run
+            log.warning("fetching %s failed unexpectedly: %s: %s", url[:200], type(exc).__name__, exc)
+            return Fetched(
+                url=url,
+                ok=False,
+                final_url=state["url"],
+                reason=type(exc).__name__,
+                kind="error",
+                detail=f"{type(exc).__name__}: {exc}"[:300],
+                attempts=state["attempts"],
+                redirects=state["redirects"],
+            )
         return Fetched(
             url=url,
             ok=True,
@@ -360,7 +467,7 @@ class ImageFetcher:
                 return payload, content_type
             if not location:
                 raise _Failure(reasons.IMAGE_HTTP_STATUS, f"{status} without Location", value=status)
-            target = canonical_url(urljoin(current, location))
+            target = _join(current, location)
             if target in seen:
                 raise _Failure(reasons.IMAGE_REDIRECT_LOOP, f"{current} -> {target} was already visited")
             state["redirects"] += 1
@@ -376,12 +483,15 @@ class ImageFetcher:
 
     async def _check_hop(self, url: str) -> None:
         """Scheme, address (SSRF) and robots.txt of one hop, before any request to it."""
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise _Failure(reasons.IMAGE_UNSUPPORTED_SCHEME, f"scheme {parts.scheme!r}")
-        await self._check_address(parts.hostname, parts.port or _DEFAULT_PORTS[parts.scheme])
+        _, host, port = fetch_target(url)
+        await self._check_address(host, port)
         if self._config.respect_robots and not await self._robots_allow(url):
-            raise _Failure(reasons.IMAGE_ROBOTS_DISALLOWED, f"robots.txt of {host_key(url)} disallows {url}")
+            key = host_key(url)
+            fault = self._robots_faults.get(key)
+            detail = f"robots.txt of {key} disallows {url}"
+            if fault:
+                detail = f"robots.txt of {key} unreachable ({fault}): complete disallow, RFC 9309 2.3.1.4"
+            raise _Failure(reasons.IMAGE_ROBOTS_DISALLOWED, detail)
 
     async def _check_address(self, host: str, port: int) -> None:
         try:
@@ -391,6 +501,8 @@ class ImageFetcher:
             raise _Failure(reasons.IMAGE_REFUSED_ADDRESS, str(exc)) from None
         except OSError as exc:  # no such host
             raise _Failure(reasons.IMAGE_CONNECTION_FAILED, f"DNS: {exc}") from None
+        except ValueError as exc:  # the resolver's own IDNA encoding, a NUL in the name
+            raise _Failure(reasons.IMAGE_INVALID_URL, f"host {host[:100]!r}: {exc}") from None
 
     def _host_slot(self, url: str) -> asyncio.Semaphore:
         key = host_key(url)
@@ -441,6 +553,8 @@ class ImageFetcher:
                     return status, "", payload, content_type, 0.0
             except (aiohttp.ClientError, OSError) as exc:
                 raise _Failure(reasons.IMAGE_CONNECTION_FAILED, f"{type(exc).__name__}: {exc}") from None
+            except ValueError as exc:  # yarl refusing the URL: it was checked, but belt and braces
+                raise _Failure(reasons.IMAGE_INVALID_URL, f"{type(exc).__name__}: {exc}") from None
 
     @staticmethod
     async def _read_body(response: aiohttp.ClientResponse, max_bytes: int) -> bytes:
@@ -470,30 +584,40 @@ class ImageFetcher:
         try:
             return await asyncio.wait_for(self._fetch_robots(key), self._config.deadline_seconds)
         except asyncio.TimeoutError:
-            return Protego.parse("User-agent: *\nDisallow: /\n")  # unreachable: complete disallow
+            self._robots_faults[key] = f"no answer within {self._config.deadline_seconds}s"
+        except Exception as exc:  # a robots.txt must not end the run either
+            log.warning("robots.txt of %s failed unexpectedly: %s: %s", key, type(exc).__name__, exc)
+            self._robots_faults[key] = f"{type(exc).__name__}: {exc}"[:200]
+        return Protego.parse(_DISALLOW_ALL)  # unreachable: complete disallow
 
     async def _fetch_robots(self, key: str) -> Optional[Protego]:
         config = self._config
         session = self._ensure_session()
         url = f"{key}/robots.txt"
         for _ in range(config.max_redirects + 1):
-            parts = urlsplit(url)
             try:
-                await self._check_address(parts.hostname or "", parts.port or _DEFAULT_PORTS.get(parts.scheme, 80))
+                # Every hop through the same checks as an image URL: a robots.txt
+                # that redirects to a metadata address is refused before connecting.
+                _, host, port = fetch_target(url)
+                await self._check_address(host, port)
                 async with self._slots, self._host_slot(url):
                     self.requests += 1
                     async with session.get(url, allow_redirects=False) as response:
                         status = response.status
                         if status in REDIRECTS and response.headers.get("Location"):
-                            url = canonical_url(urljoin(url, response.headers["Location"]))
+                            url = _join(url, response.headers["Location"])
                             continue
                         if 400 <= status < 500:
                             return None  # RFC 9309 2.3.1.3: unavailable, no rules
                         if status != 200:
-                            return Protego.parse("User-agent: *\nDisallow: /\n")  # 2.3.1.4: unreachable
+                            self._robots_faults[key] = f"HTTP {status}"
+                            return Protego.parse(_DISALLOW_ALL)  # 2.3.1.4: unreachable
                         body = await response.content.read(ROBOTS_MAX_BYTES)
                         return Protego.parse(body.decode("utf-8", errors="replace"))
-            except (_Failure, aiohttp.ClientError, OSError) as exc:
-                log.debug("robots.txt of %s unreachable: %s", key, exc)
-                return Protego.parse("User-agent: *\nDisallow: /\n")
+            except _Failure as exc:
+                self._robots_faults[key] = f"{exc.reason}: {exc.detail}"[:200]
+            except (aiohttp.ClientError, OSError, ValueError) as exc:
+                self._robots_faults[key] = f"{type(exc).__name__}: {exc}"[:200]
+            log.debug("robots.txt of %s unreachable: %s", key, self._robots_faults[key])
+            return Protego.parse(_DISALLOW_ALL)
         return None  # RFC 9309 2.3.1.2: past the redirect limit, treat as unavailable

@@ -17,6 +17,16 @@ from mmcurate.stages.imaging import STATUS_OK, normalize_image
 from mmcurate.stages.retrieval import ImageFetcher, canonical_url, opted_out, refused_reason
 
 GOOD = jpeg(1)
+# Hostile redirects: Locations that are not URLs one can fetch, or that name an
+# address the guard refuses (never connected to: see the ``connections`` fixture).
+REDIRECTS_TO = {
+    "/to-unclosed-ipv6": "http://[::1/x.png",
+    "/to-escaped-brackets": "http://%5B::1%5D:18080/ok.png",
+    "/to-empty-label": "http://a..b/x.png",
+    "/to-6to4-metadata": "http://[2002:a9fe:a9fe::1]/latest/meta-data/",
+    "/to-nat64-metadata": "http://[64:ff9b::a9fe:a9fe]/latest/meta-data/",
+    "/to-mapped-loopback": "http://[::ffff:127.0.0.2]/x.png",
+}
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -88,6 +98,8 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(301, headers={"Location": "/ok.jpg"})
         if path == "/to-metadata":
             return self._send(302, headers={"Location": "http://169.254.169.254/latest/meta-data/"})
+        if path in REDIRECTS_TO:
+            return self._send(302, headers={"Location": REDIRECTS_TO[path]})
         if path == "/to-private-dir":
             return self._send(302, headers={"Location": "/private/x.jpg"})
         if path == "/noai.jpg":
@@ -322,3 +334,168 @@ def test_x_robots_tag(values, expected):
 )
 def test_refused_addresses(address, refused):
     assert refused_reason(address, []) == refused
+
+
+# ---------------------------------------------------------------------------------
+# Hostile URLs and addresses: rows, never exceptions, never a connection elsewhere
+# ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def connections(monkeypatch):
+    """Every address a socket connects to during the test; anything but 127.0.0.1
+    is refused here, so a guard that fails cannot reach beyond the machine."""
+    seen: list = []
+    real_connect = socket.socket.connect
+    real_connect_ex = socket.socket.connect_ex
+
+    def check(address) -> None:
+        seen.append(address)
+        if not (isinstance(address, tuple) and address[0] == "127.0.0.1"):
+            raise ConnectionRefusedError(f"test guard: no connection to {address!r}")
+
+    def connect(self, address):
+        check(address)
+        return real_connect(self, address)
+
+    def connect_ex(self, address):
+        check(address)
+        return real_connect_ex(self, address)
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
+    return seen
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://a..b/x.png",  # an empty DNS label: IDNA cannot encode it
+        "http://127.0.0.1:99999/x.png",  # port out of range
+        "http://[::1/x.png",  # unclosed IPv6 literal
+        "http://%5B::1%5D:18080/ok.png",  # escaped brackets: not a host name
+        "http://" + "a" * 64 + ".example/x.png",  # a label over 63 characters
+        "http://exa mple.example/x.png",
+        "http:///x.png",  # no host
+    ],
+)
+def test_malformed_urls_fail_as_invalid_url_without_a_connection(url, connections):
+    (result,), fetcher = fetch([url])
+    assert (result.ok, result.kind, result.reason) == (False, "rejected", reasons.IMAGE_INVALID_URL)
+    assert result.detail
+    assert connections == [] and fetcher.requests == 0
+
+
+@pytest.mark.parametrize("path", ["/to-unclosed-ipv6", "/to-escaped-brackets", "/to-empty-label"])
+def test_a_redirect_to_a_malformed_url_is_invalid_url(server, path, connections):
+    (result,), _ = fetch([base(server) + path])
+    assert result.reason == reasons.IMAGE_INVALID_URL and REDIRECTS_TO[path][:12] in result.detail
+    assert {address[0] for address in connections} == {"127.0.0.1"}
+
+
+@pytest.mark.parametrize(
+    "path, why",
+    [
+        ("/to-6to4-metadata", "6to4 embeds 169.254.169.254"),
+        ("/to-nat64-metadata", "reserved"),  # 64:ff9b::/96 itself is IANA-reserved in Python's table
+        ("/to-mapped-loopback", "loopback"),
+    ],
+)
+def test_a_redirect_to_an_address_embedding_a_refused_ipv4_is_refused_without_connecting(server, path, why, connections):
+    (result,), _ = fetch([base(server) + path])
+    assert result.reason == reasons.IMAGE_REFUSED_ADDRESS and why in result.detail
+    assert {address[0] for address in connections} == {"127.0.0.1"}
+
+
+class RobotsRedirectHandler(BaseHTTPRequestHandler):
+    """A host whose robots.txt redirects to ``server.robots_location``."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self.server.paths.append(self.path)
+        if self.path == "/robots.txt":
+            self.send_response(301)
+            self.send_header("Location", self.server.robots_location)
+            body = b""
+        else:
+            self.send_response(200)
+            self.send_header("Content-Type", "image/jpeg")
+            body = GOOD
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.mark.parametrize(
+    "location, fault",
+    [
+        ("http://a..b/robots.txt", reasons.IMAGE_INVALID_URL),
+        ("http://[2002:a9fe:a9fe::1]/robots.txt", reasons.IMAGE_REFUSED_ADDRESS),
+        ("http://169.254.169.254/robots.txt", reasons.IMAGE_REFUSED_ADDRESS),
+        ("http://[::1/robots.txt", reasons.IMAGE_INVALID_URL),
+    ],
+)
+def test_a_robots_txt_redirect_goes_through_the_same_checks(location, fault, connections):
+    httpd = QuietServer(("127.0.0.1", 0), RobotsRedirectHandler)
+    httpd.paths, httpd.robots_location = [], location
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        (result,), fetcher = fetch([f"http://127.0.0.1:{httpd.server_address[1]}/photo.jpg"])
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    # An unreachable robots.txt is a complete disallow (RFC 9309 2.3.1.4); the row says why.
+    assert result.reason == reasons.IMAGE_ROBOTS_DISALLOWED
+    assert fault in result.detail and "unreachable" in result.detail
+    assert httpd.paths == ["/robots.txt"]  # the image itself was never requested
+    assert {address[0] for address in connections} == {"127.0.0.1"}
+    assert fetcher.requests == 1
+
+
+def test_an_unforeseen_exception_is_an_error_row_not_a_crash(server, monkeypatch):
+    async def broken(self, url, state):
+        raise KeyError("something nobody foresaw")
+
+    monkeypatch.setattr(ImageFetcher, "_follow", broken)
+    (result,), _ = fetch([base(server) + "/ok.jpg"])
+    assert (result.ok, result.kind, result.reason) == (False, "error", "KeyError")
+
+
+@pytest.mark.parametrize(
+    "address, refused",
+    [
+        ("2002:a9fe:a9fe::1", "private: 6to4 embeds 169.254.169.254"),
+        ("2002:0a00:0001::1", "private: 6to4 embeds 10.0.0.1"),
+        ("2002:7f00:0001::1", "loopback: 6to4 embeds 127.0.0.1"),
+        ("2002:5db8:d822::1", ""),  # 6to4 of a public address
+        ("64:ff9b::a9fe:a9fe", "reserved"),  # NAT64 (RFC 6052)
+        ("64:ff9b::7f00:1", "reserved"),
+        ("2001:0:4136:e378:8000:63bf:3fff:fdd2", "private"),  # Teredo: 2001::/32 is not global
+        ("::a9fe:a9fe", "reserved"),  # IPv4-compatible (deprecated)
+        ("2a00:1450::5efe:a9fe:a9fe", "private: ISATAP embeds 169.254.169.254"),
+        ("2a00:1450::200:5efe:a00:1", "private: ISATAP embeds 10.0.0.1"),
+        ("2a00:1450:4001:81c::200e", ""),  # an ordinary global IPv6 address
+    ],
+)
+def test_ipv6_addresses_embedding_ipv4_are_checked_by_the_embedded_address(address, refused):
+    assert refused_reason(address, []) == refused
+
+
+def test_embedded_ipv4_forms():
+    import ipaddress
+
+    from mmcurate.stages.retrieval import embedded_ipv4
+
+    ip = ipaddress.IPv6Address
+    assert embedded_ipv4(ip("2002:a9fe:a9fe::1")) == [("6to4", ipaddress.IPv4Address("169.254.169.254"))]
+    assert embedded_ipv4(ip("64:ff9b::a9fe:a9fe")) == [("NAT64", ipaddress.IPv4Address("169.254.169.254"))]
+    forms = dict(embedded_ipv4(ip("2001:0:4136:e378:8000:63bf:3fff:fdd2")))
+    assert forms == {"Teredo server": ipaddress.IPv4Address("65.54.227.120"), "Teredo client": ipaddress.IPv4Address("192.0.2.45")}
+    # The allowlist applies to the embedded address too.
+    allowed = [ipaddress.ip_network("169.254.0.0/16")]
+    assert refused_reason("2002:a9fe:a9fe::1", allowed) == ""
