@@ -11,13 +11,23 @@ sorts them:
 - ``revisit``, ``request``, ``metadata``, ``warcinfo``, ``conversion`` records and
   other payloads are only counted (``records.<type>``, ``mime.<mime>``).
 - A corrupt or truncated file keeps every record read before the fault and adds
-  one error row for the fault itself, counted as one page so that
-  ``pages == kept + rejected + errors`` holds.
+  one error row for each damaged region, counted as one page so that
+  ``pages == kept + rejected + errors`` holds. After a fault in a WARC file the
+  reader resynchronises, as web-archive tools do, on the next record start: the
+  next gzip member that decompresses to ``WARC/1.x`` in a ``.warc.gz``, the next
+  line ``WARC/1.x`` in a plain ``.warc``; the records after the damage are read as
+  usual. A record whose ``Content-Length`` does not end where the record does
+  (declared too long or too short: the bytes after its block are not the blank
+  lines that end a record) is a damaged region too: its row names its URL.
 
 Error reasons are exception type names: per record ``PayloadTooLarge``,
 ``InvalidHttpStatus`` (or any unexpected exception while reading that record);
 per fault in a file ``NotAnArchive``, ``MalformedRecord``, ``TruncatedRecord``,
-``TruncatedFile``, warcio's ``ArchiveLoadFailed``, or the filesystem's error.
+``RecordLengthMismatch``, ``TruncatedFile``, warcio's ``ArchiveLoadFailed``, or the
+filesystem's error. An exception warcio raises from inside its own header parsing
+(e.g. ``AttributeError`` on a gzip member cut inside the record headers) is named
+``TruncatedRecord`` when the data ends inside that record, else ``MalformedRecord``,
+with warcio's message in the detail.
 
 Counters (namespace ``read``): ``files``, ``files.empty``, ``records.<warc_type>``,
 ``mime.<mime>``, ``images``, ``images.too_large``, ``images.status_not_ok``,
@@ -37,10 +47,12 @@ from typing import BinaryIO, Iterator, NamedTuple, Optional, Sequence
 
 import apache_beam as beam
 import charset_normalizer
+import webencodings
 from apache_beam.io import fileio
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from warcio.archiveiterator import ARCIterator, WARCIterator
+from warcio.exceptions import ArchiveLoadFailed
 
 from mmcurate.filters import reasons
 from mmcurate.pipeline.config import ReadConfig
@@ -91,6 +103,11 @@ class MalformedRecord(Exception):
 
 class TruncatedFile(Exception):
     """Bytes after the last complete record that do not form a record."""
+
+
+class RecordLengthMismatch(Exception):
+    """A record whose Content-Length does not end where the record does: the bytes
+    after its block are not the blank lines that end a WARC record."""
 
 
 class ReadResult(NamedTuple):
@@ -144,16 +161,39 @@ class DecodedHtml:
     source: str  # "bom", "http", "meta", "detected" or "fallback"
 
 
+# WHATWG Encoding Standard: these labels name the "replacement" encoding (a decoder
+# that yields one U+FFFD), kept out of the web because they hide markup; treated
+# like an unknown label. webencodings 0.5.1 predates that part of the standard.
+_REPLACEMENT = frozenset({"hz-gb-2312", "iso-2022-kr", "iso-2022-cn", "iso-2022-cn-ext"})
+
+
 def codec_for_label(label: str) -> Optional[str]:
-    """The Python text codec for a charset label, legacy labels mapped to their web
-    superset (shift_jis -> cp932, gbk -> gb18030, iso-8859-1 -> cp1252, ...)."""
-    key = label.strip().strip("\"'").lower()
-    key = _SUPERSETS.get(key, key)
+    """The Python text codec for a charset label, or None for a label the web does
+    not know. Labels are resolved with the WHATWG Encoding Standard's table
+    (``webencodings``), as browsers do, so Python-only codecs (``undefined``,
+    ``punycode``, ``idna``, ``unicode_escape``, ``utf-7``, ``rot13``...), labels with
+    a NUL and unknown labels all fall back alike; legacy encodings are then mapped
+    to the web superset browsers decode them with (shift_jis -> cp932, gbk ->
+    gb18030, windows-1252 for iso-8859-1 and us-ascii, ...)."""
+    key = label.strip().strip("\"'")
     try:
-        info = codecs.lookup(key)
-    except LookupError:
+        encoding = webencodings.lookup(key)
+    except Exception:  # a label no table could hold
         return None
-    if not getattr(info, "_is_text_encoding", True):  # base64, rot13, zip, ...
+    if encoding is None or encoding.name in _REPLACEMENT or encoding.name == "x-user-defined":
+        return None
+    name = encoding.codec_info.name
+    return _SUPERSETS.get(name, name)
+
+
+def _detected_codec(name: str) -> Optional[str]:
+    """The Python codec for a name charset_normalizer reports (a Python codec name,
+    e.g. ``cp932``, ``shift_jis_2004``), legacy encodings mapped to web supersets."""
+    try:
+        info = codecs.lookup(name)
+    except (LookupError, ValueError):
+        return None
+    if not getattr(info, "_is_text_encoding", True):
         return None
     return _SUPERSETS.get(info.name, info.name)
 
@@ -172,7 +212,7 @@ def meta_charset(head: bytes) -> str:
 def _strict(payload: bytes, codec: str) -> Optional[str]:
     try:
         return payload.decode(codec)
-    except (UnicodeDecodeError, LookupError):
+    except (UnicodeError, LookupError, ValueError):
         return None
 
 
@@ -203,7 +243,7 @@ def detect_charset(payload: bytes) -> DecodedHtml:
         cut = sample.rfind(b"\n")
         sample = sample[: cut + 1] if cut > 0 else sample
     best = charset_normalizer.from_bytes(sample).best()
-    codec = codec_for_label(best.encoding) if best is not None else None
+    codec = _detected_codec(best.encoding) if best is not None else None
     if codec is not None:
         return DecodedHtml(payload.decode(codec, errors="replace"), codec, "detected")
     return DecodedHtml(payload.decode("utf-8", errors="replace"), "utf-8", "fallback")
@@ -269,6 +309,92 @@ class _Rewound:
     def tell(self) -> int:
         return self._pos
 
+    def head_bytes(self) -> bytes:
+        return self._head
+
+    def seekable(self) -> bool:
+        try:
+            return bool(self._raw.seekable())
+        except Exception:
+            return False
+
+    def seek(self, pos: int) -> None:
+        """Absolute positions only; needs a seekable ``raw``."""
+        self._raw.seek(max(pos, len(self._head)))
+        self._pos = pos
+
+
+def _read_upto(stream, size: int) -> bytes:
+    """Up to ``size`` bytes (fewer only at the end of the stream)."""
+    chunks, total = [], 0
+    while total < size:
+        block = stream.read(size - total)
+        if not block:
+            break
+        chunks.append(block)
+        total += len(block)
+    return b"".join(chunks)
+
+
+_GZIP_MAGIC = b"\x1f\x8b\x08"
+_WARC_LINE = re.compile(rb"\nWARC/1\.[01]\r?\n")
+
+
+def _gzip_record_at(stream, offset: int) -> bool:
+    """Does a gzip member that decompresses to a WARC record start at ``offset``?"""
+    stream.seek(offset)
+    try:
+        start = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(_read_upto(stream, 4096), 64)
+    except zlib.error:
+        return False
+    return start.lstrip(b"\r\n").startswith(b"WARC/1.")
+
+
+def next_record_start(stream, after: int, gz: bool) -> Optional[int]:
+    """The offset of the first WARC record start after byte ``after`` of a seekable
+    ``stream``, or None: in a gzip file the next member that decompresses to
+    ``WARC/1.x``; in a plain file the next line ``WARC/1.0`` or ``WARC/1.1``."""
+    pos = after + 1
+    while True:
+        # One byte of overlap before ``pos``: a plain record start must follow a newline.
+        stream.seek(pos - 1)
+        block = _read_upto(stream, _BLOCK)
+        if len(block) <= 1:
+            return None
+        if gz:
+            found = block.find(_GZIP_MAGIC, 1)
+            while found != -1:
+                if _gzip_record_at(stream, pos - 1 + found):
+                    return pos - 1 + found
+                found = block.find(_GZIP_MAGIC, found + 1)
+        else:
+            match = _WARC_LINE.search(block)
+            if match:
+                return pos - 1 + match.start() + 1
+        if len(block) < _BLOCK:
+            return None
+        pos += len(block) - 16  # overlap: a start may straddle two blocks
+
+
+def _data_ends_inside(stream, offset: int, gz: bool) -> bool:
+    """Does the data end inside the record (its headers) that starts at ``offset``?"""
+    stream.seek(offset)
+    if gz:
+        decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            while not decompressor.eof:
+                block = stream.read(_BLOCK)
+                if not block:
+                    return True  # the member never ends
+                decompressor.decompress(block, _BLOCK)
+                while decompressor.unconsumed_tail and not decompressor.eof:
+                    decompressor.decompress(decompressor.unconsumed_tail, _BLOCK)
+        except zlib.error:
+            return False
+        return False
+    head = _read_upto(stream, _BLOCK)
+    return b"\r\n\r\n" not in head and b"\n\n" not in head and len(head) < _BLOCK
+
 
 def _sniff_format(raw: BinaryIO) -> tuple[Optional[str], _Rewound]:
     """("warc" | "arc" | None for an empty file, the stream from its start)."""
@@ -288,6 +414,18 @@ def _sniff_format(raw: BinaryIO) -> tuple[Optional[str], _Rewound]:
     if start.startswith(b"filedesc://"):
         return "arc", stream
     raise NotAnArchive(f"starts with {start[:40]!r}, not a WARC or ARC record")
+
+
+@dataclass(frozen=True)
+class _Scan:
+    """One file being read: its stream, where it starts in ``path``, its format, and
+    whether reading can resume after a fault (a seekable WARC)."""
+
+    stream: "_Rewound"
+    base: int
+    fmt: str
+    gz: bool
+    resync: bool
 
 
 @dataclass(frozen=True)
@@ -352,7 +490,11 @@ class ReadWarcFileFn(beam.DoFn):
     def read_stream(self, path: str, raw: BinaryIO, base: int = 0) -> Iterator[list]:
         """Reads every record of ``raw``, a stream that starts at byte ``base`` of
         ``path`` (a whole file, or one record's byte range): batches of outputs, with
-        offsets counted from the start of ``path``. Needs ``setup()`` to have run."""
+        offsets counted from the start of ``path``. Needs ``setup()`` to have run.
+
+        After a fault in a WARC file on a seekable stream, reading resumes at the
+        next record start (``next_record_start``); elsewhere (ARC, unseekable) the
+        rest of the file is lost, and the fault row says so."""
         try:
             fmt, stream = _sniff_format(raw)
         except Exception as exc:
@@ -361,60 +503,107 @@ class ReadWarcFileFn(beam.DoFn):
         if fmt is None:
             self._counters.inc("files.empty")
             return
+        scan = _Scan(stream, base, fmt, stream.head_bytes()[:2] == b"\x1f\x8b", fmt == "warc" and stream.seekable())
+        position: Optional[int] = 0
+        while position is not None:
+            position = yield from self._read_from(path, scan, position)
+
+    def _read_from(self, path: str, scan: "_Scan", position: int):
+        """Reads records from ``position`` (a record start) to the end of the file or
+        the first fault; returns where to resume (None: nowhere)."""
+        stream = scan.stream
+        if position:
+            stream.seek(position)
         # A known format makes warcio strict: garbage raises instead of being
         # taken for records of the other format.
-        iterator = (WARCIterator if fmt == "warc" else ARCIterator)(stream, arc2warc=True)
+        iterator = (WARCIterator if scan.fmt == "warc" else ARCIterator)(stream, arc2warc=True)
+        iterator.INC_RECORD = ""  # warcio prints a length mismatch to stderr; the error row reports it
         records = iter(iterator)
         while True:
             start = iterator.offset
+            framing_errors = iterator.err_count
             try:
                 record = next(records)
             except StopIteration:
                 break
-            except Exception as exc:  # warcio cannot go on: the rest of the file is lost
-                yield self._fault(path, base + start, exc)
-                return
+            except ArchiveLoadFailed as exc:  # not a record where one should start
+                return (yield from self._fault_then_resync(path, scan, start, exc))
+            except Exception as exc:  # warcio failing inside its own header parsing
+                return (yield from self._fault_then_resync(path, scan, start, self._header_fault(scan, start, exc)))
             start = iterator.offset
             try:
-                outcome: _Outcome | Exception = self._read_record(path, record, fmt == "arc")
+                outcome: _Outcome | Exception = self._read_record(path, record, scan.fmt == "arc")
             except Exception as exc:  # this record only; warcio can go on
                 outcome = exc
             try:
                 # Consumes the rest of the record, so offset and length are real.
-                offset, length = base + iterator.get_record_offset(), iterator.get_record_length()
+                offset, length = iterator.get_record_offset(), iterator.get_record_length()
             except Exception as exc:
-                yield self._fault(path, base + start, exc)
-                return
-            # A cut or corrupt record is a fault at its offset; warcio goes on with
-            # the next gzip member, if there is one.
-            if record.rec_type is None or record.length is None:
-                yield self._fault(path, offset, MalformedRecord("record headers without WARC-Type or Content-Length"))
-                continue
+                return (yield from self._fault_then_resync(path, scan, start, exc))
+            # A cut or corrupt record is a fault at its offset.
+            declared = str(record.rec_headers.get_header("Content-Length") if scan.fmt == "warc" else record.length)
+            if record.rec_type is None or record.length is None or not declared.strip().isdigit():
+                fault = MalformedRecord(f"record headers without WARC-Type or a numeric Content-Length ({declared[:40]!r})")
+                return (yield from self._fault_then_resync(path, scan, offset, fault))
+            url = _target_uri(record)
             missing = getattr(record.raw_stream, "limit", 0)
             if missing > 0:
-                yield self._fault(path, offset, TruncatedRecord(f"the data ends {missing} bytes before the record does"))
-                continue
-            yield self._emit(path, record, fmt == "arc", outcome, offset, length)
+                fault = TruncatedRecord(f"the data ends {missing} bytes before the record does (Content-Length {record.length})")
+                return (yield from self._fault_then_resync(path, scan, offset, fault, url))
+            if scan.fmt == "warc" and iterator.err_count != framing_errors:
+                # warcio found no blank line after the block: the length lies.
+                fault = RecordLengthMismatch(f"Content-Length {record.length} does not end where the record does")
+                return (yield from self._fault_then_resync(path, scan, offset, fault, url))
+            yield self._emit(path, record, scan.fmt == "arc", outcome, scan.base + offset, length)
         end = iterator.offset
         if stream.read(1) or end < stream.tell():
             size = stream.tell()
-            yield self._fault(path, base + end, TruncatedFile(f"{size - end} bytes after the last complete record are not a record"))
+            fault = TruncatedFile(f"{size - end} bytes after the last complete record are not a record")
+            return (yield from self._fault_then_resync(path, scan, end, fault))
+        return None
 
-    def _fault(self, path: str, offset: int, exc: BaseException) -> list:
+    def _header_fault(self, scan: "_Scan", offset: int, exc: Exception) -> Exception:
+        """Names what warcio's own exception (AttributeError, ValueError...) means."""
+        cause = f"warcio: {type(exc).__name__}: {exc}"
+        try:
+            ends_inside = _data_ends_inside(scan.stream, offset, scan.gz) if scan.stream.seekable() else False
+        except Exception:
+            ends_inside = False
+        if ends_inside:
+            return TruncatedRecord(f"the data ends inside this record's headers ({cause})")
+        return MalformedRecord(f"record headers that cannot be parsed ({cause})")
+
+    def _fault_then_resync(self, path: str, scan: "_Scan", offset: int, exc: Exception, url: str = ""):
+        """One error row for the damaged region starting at ``offset``; returns the
+        next record start after it (None: the rest of the file is lost)."""
+        resume = None
+        if scan.resync:
+            try:
+                resume = next_record_start(scan.stream, offset, scan.gz)
+            except Exception as search_failed:  # the filesystem gave up: the rest is lost
+                log.warning("%s: no resync after byte %d: %s", path, scan.base + offset, search_failed)
+        if resume is not None:
+            note = f"; reading resumed at the next record, byte {scan.base + resume}"
+        else:
+            note = "; no record after it" if scan.resync else "; the rest of the file is not read"
+        yield self._fault(path, scan.base + offset, exc, url=url, note=note)
+        return resume
+
+    def _fault(self, path: str, offset: int, exc: BaseException, url: str = "", note: str = "") -> list:
         """The error row for a fault in the file at ``offset`` (no page to name)."""
         counters = self._counters
         counters.inc("pages")
         counters.error(exc)
         progress.add(pages=1)
-        log.warning("%s: fault at byte %d (%s: %s); the records before it were read", path, offset, type(exc).__name__, exc)
+        log.warning("%s: fault at byte %d (%s: %s)%s", path, offset, type(exc).__name__, exc, note)
         row = Decision(
             doc_id=make_doc_id(url=path, date=f"fault@{offset}"),
-            url="",
+            url=url,
             stage=STAGE,
             kind=KIND_ERROR,
             reason=type(exc).__name__,
             provenance=Provenance(warc_file=path, offset=offset),
-            detail=f"{path} at byte {offset}: {error_detail(exc)}",
+            detail=f"{path} at byte {offset}: {error_detail(exc)}{note}",
             subject=SUBJECT_PAGE,
         )
         return [beam.pvalue.TaggedOutput(ERRORS, row)]

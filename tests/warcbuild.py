@@ -321,3 +321,29 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def _members(data: bytes, spans: Sequence[tuple[str, int, int]]) -> list[bytes]:
+    return [data[offset : offset + length] for _, offset, length in spans]
+
+
+def lie_about_length(src: str | Path, dst: str | Path, index: int, delta: int) -> int:
+    """Copy ``src`` to ``dst`` with record ``index``'s WARC ``Content-Length`` off by
+    ``delta`` (the block itself unchanged); returns the lying value. Works on plain
+    WARC files and on ``.warc.gz`` (the member is recompressed)."""
+    import re
+
+    data = Path(src).read_bytes()
+    spans = record_spans(src)
+    _, offset, length = spans[index]
+    gz = data[:2] == b"\x1f\x8b"
+    record = zlib.decompress(data[offset : offset + length], 16 + zlib.MAX_WBITS) if gz else data[offset : offset + length]
+    header_end = record.index(b"\r\n\r\n")
+    match = re.compile(rb"\r\nContent-Length: *(\d+)", re.IGNORECASE).search(record, 0, header_end)
+    lie = int(match.group(1)) + delta
+    record = record[: match.start(1)] + str(lie).encode() + record[match.end(1) :]
+    if gz:
+        compressor = zlib.compressobj(9, zlib.DEFLATED, zlib.MAX_WBITS + 16)
+        record = compressor.compress(record) + compressor.flush()
+    Path(dst).write_bytes(data[:offset] + record + data[offset + length :])
+    return lie

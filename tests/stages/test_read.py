@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import random
+import zlib
 from pathlib import Path
 
 import apache_beam as beam
@@ -16,8 +17,8 @@ from apache_beam.testing.util import assert_that, equal_to
 from mmcurate.filters import reasons
 from mmcurate.pipeline.config import ReadConfig
 from mmcurate.schemas import make_doc_id
-from mmcurate.stages.read import ReadWarc, codec_for_label, decode_html, looks_like_html
-from warcbuild import WarcBuilder, record_spans, truncate_record, write_arc
+from mmcurate.stages.read import ReadWarc, ReadWarcFileFn, codec_for_label, decode_html, looks_like_html
+from warcbuild import WarcBuilder, lie_about_length, record_spans, truncate_record, write_arc
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "warc"
 
@@ -303,10 +304,12 @@ def test_truncated_file_keeps_records_before_the_cut_and_adds_one_error(tmp_path
     truncate_record(whole, cut, index=3, keep=keep)
     offset = record_spans(whole)[3][1]
     fault_id = make_doc_id(url=str(cut), date=f"fault@{offset}")
+    # A record whose headers survive names its URL on the row.
+    url = urls[3] if reason == "TruncatedRecord" else ""
     counters = run_read(
         [cut],
         pages=urls[:3],
-        errors=[(reason, fault_id, offset, "")],
+        errors=[(reason, fault_id, offset, url)],
         keys={"errors": lambda r: (r.reason, r.doc_id, r.provenance.offset, r.url)},
     )
     assert counters["pages"] == 4
@@ -320,15 +323,16 @@ def test_garbage_and_empty_files_never_crash_the_run(tmp_path):
     (tmp_path / "text.warc").write_bytes(b"this is not a warc file at all\n" * 50)
     (tmp_path / "badgzip.warc.gz").write_bytes(b"\x1f\x8b\x08\x00" + b"\x00" * 6 + os.urandom(500))
     (tmp_path / "empty.warc.gz").write_bytes(b"")
-    # Valid records, then junk where the next record should start.
+    # Valid records, then junk where the next record should start: one error row for
+    # the junk, and reading resumes at the next record.
     tail = tmp_path / "tail.warc"
     with WarcBuilder.open(tail) as warc:
         warc.html("http://tail.example/1", html("One."))
         warc.raw(b"GARBAGE GARBAGE GARBAGE\r\n\r\n")
-        warc.html("http://tail.example/2", html("Two, lost behind the garbage."))
+        warc.html("http://tail.example/2", html("Two, found again behind the garbage."))
     counters = run_read(
         [tmp_path / "*.warc*"],
-        pages=["http://ok.example/", "http://tail.example/1"],
+        pages=["http://ok.example/", "http://tail.example/1", "http://tail.example/2"],
         errors=[("NotAnArchive", "random.warc.gz"), ("NotAnArchive", "text.warc"), ("NotAnArchive", "badgzip.warc.gz"),
                 ("ArchiveLoadFailed", "tail.warc")],
         keys={"errors": lambda r: (r.reason, Path(r.provenance.warc_file).name)},
@@ -370,3 +374,100 @@ def _urls(path: Path, mime_prefix: str) -> list[str]:
             if (http.get_header("Content-Type") or "").startswith(mime_prefix) and http.get_statuscode().startswith("2"):
                 urls.append(record.rec_headers.get_header("WARC-Target-URI"))
     return urls
+
+
+# -- hostile input: lying lengths, cut headers, exotic charsets ------------------------------
+
+
+def _three_pages(path: Path) -> list[str]:
+    urls = [f"http://lie.example/{i}" for i in range(3)]
+    with WarcBuilder.open(path) as warc:
+        for i, url in enumerate(urls):
+            warc.html(url, html(f"Page {i}: " + "a long tidal walk along the sea wall " * 30))
+    return urls
+
+
+@pytest.mark.parametrize("name", ["three.warc", "three.warc.gz"])
+@pytest.mark.parametrize("delta", [500, -100, -1, 40])
+def test_a_lying_content_length_is_an_error_row_and_the_next_record_is_read(tmp_path, name, delta):
+    whole = tmp_path / name
+    urls = _three_pages(whole)
+    lying = tmp_path / ("lying-" + name)
+    lie_about_length(whole, lying, index=1, delta=delta)
+    offset = record_spans(whole)[1][1]
+    # Declared longer than the member holds: warcio reports the missing bytes.
+    reason = "TruncatedRecord" if name.endswith(".gz") and delta > 0 else "RecordLengthMismatch"
+    counters = run_read(
+        [lying],
+        pages=[urls[0], urls[2]],
+        errors=[(reason, urls[1], offset)],
+        keys={"errors": lambda r: (r.reason, r.url, r.provenance.offset)},
+    )
+    assert counters["pages"] == 3
+
+
+def test_the_lying_length_row_says_where_reading_resumed(tmp_path):
+    whole = tmp_path / "three.warc"
+    _three_pages(whole)
+    lie_about_length(whole, tmp_path / "lying.warc", index=1, delta=500)
+    fn = ReadWarcFileFn(ReadConfig())
+    fn.setup()
+    rows = [out.value for out in fn.process(str(tmp_path / "lying.warc")) if isinstance(out, beam.pvalue.TaggedOutput)]
+    (row,) = rows
+    third = record_spans(whole)[2][1]
+    assert row.detail.endswith(f"reading resumed at the next record, byte {third}")
+    assert "Content-Length" in row.detail
+
+
+def _cut_inside_warc_headers(path: Path, dst: Path) -> None:
+    """The last gzip member cut (no end, no trailer) inside its WARC headers, before
+    WARC-Target-URI: warcio itself fails there with an AttributeError."""
+    data = path.read_bytes()
+    _, offset, length = record_spans(path)[-1]
+    record = zlib.decompress(data[offset : offset + length], 16 + zlib.MAX_WBITS)
+    cut = record.index(b"WARC-Target-URI")
+    compressor = zlib.compressobj(9, zlib.DEFLATED, zlib.MAX_WBITS + 16)
+    dst.write_bytes(data[:offset] + compressor.compress(record[:cut]) + compressor.flush(zlib.Z_SYNC_FLUSH))
+
+
+def test_truncation_inside_gzipped_record_headers_is_named_not_warcios_attribute_error(tmp_path):
+    from warcio.archiveiterator import ArchiveIterator
+
+    whole = tmp_path / "three.warc.gz"
+    urls = _three_pages(whole)
+    cut = tmp_path / "cut.warc.gz"
+    _cut_inside_warc_headers(whole, cut)
+    with open(cut, "rb") as fh, pytest.raises(AttributeError):  # what warcio alone does
+        list(ArchiveIterator(fh))
+    offset = record_spans(whole)[2][1]
+    run_read(
+        [cut],
+        pages=urls[:2],
+        errors=[("TruncatedRecord", offset, True)],
+        keys={"errors": lambda r: (r.reason, r.provenance.offset, "ends inside this record's headers (warcio: AttributeError" in r.detail)},
+    )
+
+
+@pytest.mark.parametrize(
+    "label",
+    ["undefined", "punycode", "idna", "ut\x00f-8", "utf-7", "unicode_escape", "raw_unicode_escape", "hz-gb-2312",
+     "x-user-defined", "rot13", "latin-1\x00"],
+)
+def test_exotic_charset_labels_fall_back_like_unknown_labels(label):
+    payload = "<p>Grüße aus Köln</p>".encode("utf-8")
+    assert codec_for_label(label) is None
+    decoded = decode_html(payload, f"text/html; charset={label}")
+    assert (decoded.text, decoded.charset, decoded.source) == ("<p>Grüße aus Köln</p>", "utf-8", "detected")
+    # In a <meta> too.
+    meta = f'<meta charset="{label}"><p>Grüße</p>'.encode("utf-8")
+    assert decode_html(meta).source == "detected"
+
+
+def test_pages_with_exotic_charset_labels_are_kept_not_error_rows(tmp_path):
+    path = tmp_path / "labels.warc.gz"
+    labels = ["undefined", "punycode", "idna", "ut\x00f-8", "utf-7"]
+    urls = [f"http://labels.example/{i}" for i in range(len(labels))]
+    with WarcBuilder.open(path) as warc:
+        for url, label in zip(urls, labels):
+            warc.html(url, html("Grüße aus Köln, Straße für Straße."), http_charset=label)
+    run_read([path], pages=urls)
