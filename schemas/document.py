@@ -56,6 +56,10 @@ class CapturedImage:
     content_type: str
     payload: bytes
     provenance: Provenance
+    # A capture over read.max_image_bytes: its size and that limit; payload is empty,
+    # so the images stage can say why the URL was not retrieved from the WARC.
+    oversize: int = 0
+    limit: int = 0
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ bytes travel only where they are needed (normalisation and the images table):
    are grouped by URL with the ``image/*`` payloads the read stage set aside, so
    each URL is retrieved once per run: from the WARCs when captured there, else
    over HTTP (``images.http``, ``retrieval.ImageFetcher``), else it fails as
+   ``image.capture_too_large`` (captured, but over ``read.max_image_bytes``) or
    ``image.not_captured``. Payloads are decoded and normalised
    (``imaging.normalize_image``); the result of each URL is an ``ImageResult``.
 2. Exact dedup: retrieved images are keyed by ``image_id`` (sha256 of the stored
@@ -190,6 +191,8 @@ class ResolveSourcesFn(beam.DoFn):
                 self._counters.inc("image.captured_unused")
             return
         started = time.perf_counter()
+        oversized = [image for image in captured if image.oversize]
+        captured = [image for image in captured if not image.oversize]
         if captured:
             image = min(captured, key=_capture_rank)
             result = normalize_image(
@@ -201,6 +204,17 @@ class ResolveSourcesFn(beam.DoFn):
             self._counters.micros(started)
             yield beam.pvalue.TaggedOutput(FETCH, url)
             return
+        elif oversized:
+            image = min(oversized, key=_capture_rank)
+            result = ImageResult(
+                url=url,
+                status=STATUS_FAILED,
+                reason=reasons.IMAGE_CAPTURE_TOO_LARGE,
+                value=float(image.oversize),
+                threshold=float(image.limit),
+                detail=f"captured in the input WARCs ({image.oversize} bytes), over read.max_image_bytes; images.http is off",
+                provenance=image.provenance,
+            )
         else:
             result = ImageResult(
                 url=url, status=STATUS_FAILED, reason=reasons.IMAGE_NOT_CAPTURED, detail="not in the input WARCs; images.http is off"

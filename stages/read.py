@@ -7,7 +7,9 @@ sorts them:
 - ``response``/``resource`` records whose payload is HTML are *pages*. Each page
   ends as exactly one of: a ``Page`` (2xx), a ``rejected`` row (other HTTP status)
   or an ``error`` row (e.g. ``PayloadTooLarge``).
-- ``image/*`` payloads become ``CapturedImage`` for later image retrieval.
+- ``image/*`` payloads become ``CapturedImage`` for later image retrieval; one over
+  ``read.max_image_bytes`` becomes a ``CapturedImage`` without bytes that records
+  its size (``oversize``), so the images stage reports ``image.capture_too_large``.
 - ``revisit``, ``request``, ``metadata``, ``warcinfo``, ``conversion`` records and
   other payloads are only counted (``records.<type>``, ``mime.<mime>``).
 - A corrupt or truncated file keeps every record read before the fault and adds
@@ -453,6 +455,15 @@ def _payload(stream, cap: int, head: bytes = b"") -> Optional[bytes]:
         chunks.append(block)
 
 
+def _size_of_rest(stream, seen: int) -> int:
+    """Reads (and drops) the rest of ``stream``: ``seen`` plus the bytes left."""
+    while True:
+        block = stream.read(_BLOCK)
+        if not block:
+            return seen
+        seen += len(block)
+
+
 class ReadWarcFileFn(beam.DoFn):
     """Reads one WARC/ARC file (a path on any Beam filesystem): pages on the main
     output, ``CapturedImage`` on ``images``, decision rows on ``rejected``/``errors``."""
@@ -712,11 +723,15 @@ class ReadWarcFileFn(beam.DoFn):
             self._counters.inc("images.status_not_ok")
             return _Outcome(None, counter=counter)
         payload = _payload(stream, config.max_image_bytes, head)
-        if payload is None:
-            self._counters.inc("images.too_large")
-            return _Outcome(None, counter=counter)
         url, record_id, date = _identity(record, arc)
         provenance = Provenance(warc_file=path, record_id=record_id, date=date)
+        if payload is None:
+            # Passed on without its bytes, so the images stage can name why the URL
+            # was not retrieved from the WARC (image.capture_too_large).
+            self._counters.inc("images.too_large")
+            size = _size_of_rest(stream, config.max_image_bytes + 1)
+            image = CapturedImage(url, mime, b"", provenance, oversize=size, limit=config.max_image_bytes)
+            return _Outcome(IMAGES, image, counter=counter)
         image = CapturedImage(url=url, content_type=mime, payload=payload, provenance=provenance)
         return _Outcome(IMAGES, image, counter=counter)
 

@@ -278,3 +278,40 @@ def test_store_path_writes_each_image_once(tmp_path):
     stored = sorted(f.name for f in (tmp_path / "img").rglob("*.jpg"))
     assert stored == sorted(f"{sha(BYTES[n])}.jpg" for n in ("p1", "p2"))
     assert (tmp_path / "img" / sha(BYTES["p1"])[:2] / f"{sha(BYTES['p1'])}.jpg").read_bytes() == BYTES["p1"]
+
+
+def test_a_capture_over_max_image_bytes_is_named_not_reported_uncaptured(tmp_path):
+    """An image that *is* in the WARC but over read.max_image_bytes fails as
+    image.capture_too_large with its size and the limit; one truly absent stays
+    image.not_captured."""
+    from warcbuild import WarcBuilder
+
+    big = jpeg(7, (1600, 1200))
+    small = jpeg(8, (400, 300))
+    limit = len(big) - 1
+    path = tmp_path / "big.warc.gz"
+    with WarcBuilder.open(path) as warc:
+        warc.image("https://img.example/big.jpg", big)
+        warc.image("https://img.example/small.jpg", small)
+    docs = [doc("d", ["https://img.example/big.jpg", "https://img.example/small.jpg", "https://img.example/absent.jpg"])]
+    p = TestPipeline()
+    read = p | ReadWarc([str(path)], ReadConfig(max_image_bytes=limit))
+    result = p | beam.Create(docs) | CurateImages(ImagesConfig(), read.images)
+    assert_that(
+        result.rejected
+        | beam.Filter(lambda r: r.subject == "image")
+        | beam.Map(lambda r: (r.url.rsplit("/", 1)[1], r.reason, r.value, r.threshold, r.provenance.warc_file == str(path))),
+        equal_to(
+            [
+                ("big.jpg", reasons.IMAGE_CAPTURE_TOO_LARGE, float(len(big)), float(limit), True),
+                ("absent.jpg", reasons.IMAGE_NOT_CAPTURED, None, None, False),
+            ]
+        ),
+        label="image-rows",
+    )
+    assert_that(
+        result.kept | beam.Map(lambda d: [n.src.rsplit("/", 1)[1] for n in d.image_nodes]),
+        equal_to([["small.jpg"]]),
+        label="kept",
+    )
+    p.run().wait_until_finish()

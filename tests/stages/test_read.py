@@ -233,7 +233,8 @@ def test_record_types_statuses_sniffing_and_limits(tmp_path):
             "http://site.example/", "http://site.example/sniffed", "http://site.example/octet",
             "http://site.example/resource.html", "http://site.example/after",
         ],
-        images=["http://site.example/a.jpg"],
+        # huge.png is passed on without its bytes (image.capture_too_large downstream).
+        images=["http://site.example/a.jpg", "http://site.example/huge.png"],
         rejected=[("http://site.example/missing", reasons.HTTP_STATUS_NOT_OK, 404.0)],
         errors=["PayloadTooLarge"],
     )
