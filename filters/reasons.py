@@ -95,6 +95,9 @@ IMAGE_CAPTURE_TOO_LARGE = "image.capture_too_large"
 IMAGE_NOT_AN_IMAGE = "image.not_an_image"
 IMAGE_UNDECODABLE = "image.undecodable"
 IMAGE_DECOMPRESSION_BOMB = "image.decompression_bomb"
+# Decoded size (pixels x bytes a pixel, after JPEG draft scaling) over what one
+# worker decodes at once, images.decode_budget_bytes.
+IMAGE_DECODE_BUDGET = "image.decode_budget"
 IMAGE_SVG = "image.svg"
 IMAGE_ANIMATED = "image.animated"
 IMAGE_FORMAT_NOT_ALLOWED = "image.format_not_allowed"
@@ -234,6 +237,7 @@ ALL_REASONS = frozenset(
         IMAGE_NOT_AN_IMAGE,
         IMAGE_UNDECODABLE,
         IMAGE_DECOMPRESSION_BOMB,
+        IMAGE_DECODE_BUDGET,
         IMAGE_SVG,
         IMAGE_ANIMATED,
         IMAGE_FORMAT_NOT_ALLOWED,

@@ -339,6 +339,11 @@ class ImagesConfig(_Section):
     # -- decoding and validation ------------------------------------------------------
     # Pillow's own MAX_IMAGE_PIXELS (about 89.5 Mpx): larger images are refused before decoding.
     max_pixels: int = Field(default=89_478_485, gt=0)
+    # Decoded bytes one worker process holds at once, over all its threads (a Dataflow
+    # Python worker runs up to 12 per core): an image waits until it fits, and one
+    # that alone is larger is refused (image.decode_budget). Ours: 768 MiB holds one
+    # image at max_pixels (4 bytes a pixel in Pillow, plus the grey copy pHash makes).
+    decode_budget_bytes: int = Field(default=768 * 1024 * 1024, gt=0)
     # OBELICS (Laurencon et al. 2023, sec. 4): keep images whose sides are both
     # between 150 and 20,000 px and whose aspect ratio is at most 2; MMC4 (Zhu et al.
     # 2023) also uses 150 px and an aspect ratio within 0.5-2.

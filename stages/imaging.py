@@ -9,13 +9,22 @@ stored bytes (the ``image_id``), format, width, height and a 64-bit pHash.
 It never raises for bad input: a corrupt, truncated or hostile payload is an
 ``ImageResult`` whose status says why. Beam-free, so tests and benchmarks call it
 directly.
+
+Memory: a JPEG that will be resized is decoded at the smallest DCT scale that still
+covers ``resize_max_side`` (``Image.draft``), and resized in place (no copy). Every
+decode first takes its decoded size from ``DecodeBudget``, shared by all threads of
+the worker process (``images.decode_budget_bytes``): a page of huge images is
+decoded a few at a time, never all at once, and one image larger than the whole
+budget is refused as ``image.decode_budget``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import io
+import threading
 import warnings
 from dataclasses import dataclass, field
 from functools import partial
@@ -69,6 +78,53 @@ class ImageResult:
     def summary(self) -> "ImageResult":
         """The same result without its bytes, for joins that do not need them."""
         return dataclasses.replace(self, data=None)
+
+
+class DecodeBudget:
+    """Decoded bytes in flight in one process, shared by its threads: ``hold(n)``
+    waits until ``n`` bytes fit under ``capacity``, and gives them back on exit."""
+
+    def __init__(self, capacity: int):
+        self.capacity = capacity
+        self.in_use = 0
+        self.peak = 0  # the most held at once, for tests and benchmarks
+        self._free = threading.Condition()
+
+    @contextlib.contextmanager
+    def hold(self, amount: int):
+        if amount > self.capacity:
+            raise ValueError(f"{amount} bytes can never fit a budget of {self.capacity}")
+        with self._free:
+            self._free.wait_for(lambda: self.in_use + amount <= self.capacity)
+            self.in_use += amount
+            self.peak = max(self.peak, self.in_use)
+        try:
+            yield
+        finally:
+            with self._free:
+                self.in_use -= amount
+                self._free.notify_all()
+
+
+_BUDGETS: dict[int, DecodeBudget] = {}
+_BUDGETS_LOCK = threading.Lock()
+
+
+def decode_budget(capacity: int) -> DecodeBudget:
+    """The process-wide budget of this capacity (one per worker process)."""
+    with _BUDGETS_LOCK:
+        budget = _BUDGETS.get(capacity)
+        if budget is None:
+            budget = _BUDGETS[capacity] = DecodeBudget(capacity)
+        return budget
+
+
+def decoded_bytes(image: Image.Image) -> int:
+    """What decoding ``image`` at its (draft) size costs: Pillow keeps 1 byte a pixel
+    for 1/L/P and 4 for the other modes, plus the 1-byte grey copy pHash makes."""
+    width, height = image.size
+    per_pixel = 1 if image.mode in ("1", "L", "P") else 4
+    return width * height * (per_pixel + 1)
 
 
 def extension(fmt: str) -> str:
@@ -157,6 +213,30 @@ def normalize_image(url: str, payload: bytes, config: ImagesConfig, **extra) -> 
         signals.update(verdict.signals)
         if not verdict.keep:
             return _refused(url, verdict, signals, **measured, **extra)
+    resize_to = config.resize_max_side
+    if resize_to and info.format == "JPEG" and max(info.width, info.height) > resize_to:
+        # libjpeg decodes at 1/2, 1/4 or 1/8 scale, never below the box asked for.
+        image.draft(image.mode, (resize_to, resize_to))
+    need = decoded_bytes(image)
+    budget = decode_budget(config.decode_budget_bytes)
+    if need > budget.capacity:
+        return ImageResult(
+            url=url,
+            status=STATUS_REJECTED,
+            reason=reasons.IMAGE_DECODE_BUDGET,
+            value=float(need),
+            threshold=float(budget.capacity),
+            detail=f"decoding needs {need} bytes; images.decode_budget_bytes={budget.capacity}",
+            signals=signals,
+            **measured,
+            **extra,
+        )
+    with budget.hold(need):
+        return _decode(url, payload, image, info, config, signals, measured, extra)
+
+
+def _decode(url, payload, image, info, config, signals, measured, extra) -> ImageResult:
+    """Decode, orient, resize, re-encode and hash (holding the decode budget)."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
@@ -175,7 +255,7 @@ def normalize_image(url: str, payload: bytes, config: ImagesConfig, **extra) -> 
                 elif first_frame or stored_format not in ("JPEG", "PNG", "WEBP"):
                     stored_format = "PNG"
                 if resize:
-                    oriented = oriented.copy()
+                    # In place: the full-size pixels are not needed afterwards.
                     oriented.thumbnail((config.resize_max_side, config.resize_max_side), Image.Resampling.LANCZOS)
                 data = _encode(oriented, stored_format, config.quality)
             phash = str(imagehash.phash(oriented))

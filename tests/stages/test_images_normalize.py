@@ -70,3 +70,86 @@ def test_animated_policies():
     assert (first.status, first.format) == (STATUS_OK, "PNG") and first.data != data
     kept = normalize_image("u", data, ImagesConfig(animated="keep"))
     assert (kept.status, kept.format, kept.data) == (STATUS_OK, "GIF", data)
+
+
+# -- decode budget: a page of huge images cannot exhaust a worker ----------------------------
+
+
+def test_a_jpeg_to_be_resized_is_decoded_at_a_reduced_scale():
+    from mmcurate.stages.imaging import decode_budget
+
+    capacity = 123_456_789  # a budget of its own, so its peak is this test's alone
+    config = ImagesConfig(resize_max_side=500, decode_budget_bytes=capacity)
+    result = normalize_image("u", jpeg(4, (4000, 3000)), config)
+    assert (result.status, result.width, result.height) == (STATUS_OK, 500, 375)
+    # libjpeg decoded at 1/4 scale (1000 x 750, still covering 500 px): 4 bytes a
+    # pixel plus pHash's grey copy, instead of 12 Mpx at full scale.
+    assert decode_budget(capacity).peak == 1000 * 750 * 5
+    assert decode_budget(capacity).in_use == 0
+
+
+def test_an_image_larger_than_the_whole_budget_is_refused_before_decoding():
+    config = ImagesConfig(decode_budget_bytes=1_000_000)
+    result = normalize_image("u", encode(photo(5, (1000, 800)), "PNG"), config)
+    assert (result.status, result.reason) == (STATUS_REJECTED, reasons.IMAGE_DECODE_BUDGET)
+    assert (result.value, result.threshold) == (1000 * 800 * 5, 1_000_000)
+    assert (result.width, result.height) == (1000, 800)  # measured from the header
+
+
+def test_concurrent_decodes_wait_for_the_budget():
+    """Four threads decode four PNGs that each need 40% of the budget: never more
+    than two are decoded at once, and all four are stored."""
+    import threading
+
+    from mmcurate.stages.imaging import decode_budget
+
+    payloads = [encode(photo(10 + i, (500, 400)), "PNG") for i in range(4)]
+    need = 500 * 400 * 5
+    capacity = int(need / 0.4)
+    config = ImagesConfig(decode_budget_bytes=capacity)
+    results = [None] * 4
+
+    def work(i: int) -> None:
+        results[i] = normalize_image(f"u{i}", payloads[i], config)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [r.status for r in results] == [STATUS_OK] * 4
+    budget = decode_budget(capacity)
+    assert need <= budget.peak <= 2 * need < capacity and budget.in_use == 0
+
+
+def test_the_budget_makes_a_second_holder_wait_until_the_first_gives_back():
+    import threading
+
+    from mmcurate.stages.imaging import DecodeBudget
+
+    budget = DecodeBudget(10)
+    first_in, second_in, release = threading.Event(), threading.Event(), threading.Event()
+
+    def first() -> None:
+        with budget.hold(6):
+            first_in.set()
+            release.wait(5)
+
+    def second() -> None:
+        first_in.wait(5)
+        with budget.hold(6):
+            second_in.set()
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    assert first_in.wait(5)
+    assert not second_in.wait(0.3)  # 6 + 6 > 10: it waits
+    release.set()
+    assert second_in.wait(5)
+    for thread in threads:
+        thread.join()
+    assert (budget.in_use, budget.peak) == (0, 6)
+    with pytest.raises(ValueError):
+        with budget.hold(11):
+            pass
