@@ -214,6 +214,13 @@ def cmd_run(argv: Sequence[str]) -> int:
     except PresetError as exc:
         print(f"mmcurate: {exc}", file=sys.stderr)
         return 2
+    from mmcurate.pipeline.preflight import PreflightError, check_run
+
+    try:
+        check_run(config, args.output, beam_args, _beam_option_parser)
+    except PreflightError as exc:
+        print(f"mmcurate: {exc}", file=sys.stderr)
+        return 2
     try:
         manifest = run_curation(
             args.inputs,

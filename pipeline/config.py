@@ -858,9 +858,18 @@ class Config(_Section):
 
 
 def _read_file(path: Path) -> dict[str, Any]:
-    if not path.is_file():
+    if not path.exists():
         raise ConfigError(f"config file not found: {path}")
-    text = path.read_text(encoding="utf-8")
+    if not path.is_file():
+        raise ConfigError(f"config file {path}: not a file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {path}: not a text file (byte {exc.start} is not UTF-8)") from None
+    except OSError as exc:
+        raise ConfigError(f"config file {path}: cannot be read: {exc.strerror or exc}") from None
+    if "\x00" in text:
+        raise ConfigError(f"config file {path}: not a text file (it holds NUL bytes)")
     try:
         if path.suffix == ".toml":
             data = tomllib.loads(text)
