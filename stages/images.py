@@ -8,9 +8,10 @@ bytes travel only where they are needed (normalisation and the images table):
    are grouped by URL with the ``image/*`` payloads the read stage set aside, so
    each URL is retrieved once per run: from the WARCs when captured there, else
    over HTTP (``images.http``, ``retrieval.ImageFetcher``), else it fails as
-   ``image.capture_too_large`` (captured, but over ``read.max_image_bytes``) or
-   ``image.not_captured``. Payloads are decoded and normalised
-   (``imaging.normalize_image``); the result of each URL is an ``ImageResult``.
+   ``image.not_captured``. A capture over ``read.max_image_bytes`` fails as
+   ``image.capture_too_large`` (it is not fetched again over HTTP). Payloads are
+   decoded and normalised (``imaging.normalize_image``); the result of each URL is
+   an ``ImageResult``.
 2. Exact dedup: retrieved images are keyed by ``image_id`` (sha256 of the stored
    bytes); the images table holds one row per image_id with all its URLs.
 3. Perceptual near-duplicates: pHashes are grouped by band keys
@@ -198,13 +199,8 @@ class ResolveSourcesFn(beam.DoFn):
             result = normalize_image(
                 url, image.payload, self._config, source=SOURCE_WARC, content_type=image.content_type, provenance=image.provenance
             )
-        elif not url.startswith(("http://", "https://")):
-            result = ImageResult(url=url, status=STATUS_FAILED, reason=reasons.IMAGE_UNSUPPORTED_SCHEME, detail=url[:60])
-        elif self._config.http:
-            self._counters.micros(started)
-            yield beam.pvalue.TaggedOutput(FETCH, url)
-            return
         elif oversized:
+            # The WARC's copy decides: fetching it again would download as much.
             image = min(oversized, key=_capture_rank)
             result = ImageResult(
                 url=url,
@@ -212,9 +208,16 @@ class ResolveSourcesFn(beam.DoFn):
                 reason=reasons.IMAGE_CAPTURE_TOO_LARGE,
                 value=float(image.oversize),
                 threshold=float(image.limit),
-                detail=f"captured in the input WARCs ({image.oversize} bytes), over read.max_image_bytes; images.http is off",
+                detail=f"captured in the input WARCs ({image.oversize} bytes), over read.max_image_bytes",
+                source=SOURCE_WARC,
                 provenance=image.provenance,
             )
+        elif not url.startswith(("http://", "https://")):
+            result = ImageResult(url=url, status=STATUS_FAILED, reason=reasons.IMAGE_UNSUPPORTED_SCHEME, detail=url[:60])
+        elif self._config.http:
+            self._counters.micros(started)
+            yield beam.pvalue.TaggedOutput(FETCH, url)
+            return
         else:
             result = ImageResult(
                 url=url, status=STATUS_FAILED, reason=reasons.IMAGE_NOT_CAPTURED, detail="not in the input WARCs; images.http is off"
