@@ -16,8 +16,8 @@ sorts them:
   one error row for each damaged region, counted as one page so that
   ``pages == kept + rejected + errors`` holds. After a fault in a WARC file the
   reader resynchronises, as web-archive tools do, on the next record start: the
-  next gzip member that decompresses to ``WARC/1.x`` in a ``.warc.gz``, the next
-  line ``WARC/1.x`` in a plain ``.warc``; the records after the damage are read as
+  next gzip member that decompresses to ``WARC/x.y`` in a ``.warc.gz``, the next
+  line ``WARC/x.y`` in a plain ``.warc``; the records after the damage are read as
   usual. A record whose ``Content-Length`` does not end where the record does
   (declared too long or too short: the bytes after its block are not the blank
   lines that end a record) is a damaged region too: its row names its URL.
@@ -339,7 +339,8 @@ def _read_upto(stream, size: int) -> bytes:
 
 
 _GZIP_MAGIC = b"\x1f\x8b\x08"
-_WARC_LINE = re.compile(rb"\nWARC/1\.[01]\r?\n")
+# WARC/1.0 and 1.1, and the WARC/0.1x of older crawls (ClueWeb09 is WARC/0.18).
+_WARC_LINE = re.compile(rb"\nWARC/[01]\.[0-9]{1,2}\r?\n")
 
 
 def _gzip_record_at(stream, offset: int) -> bool:
@@ -349,13 +350,13 @@ def _gzip_record_at(stream, offset: int) -> bool:
         start = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(_read_upto(stream, 4096), 64)
     except zlib.error:
         return False
-    return start.lstrip(b"\r\n").startswith(b"WARC/1.")
+    return _WARC_LINE.match(b"\n" + start.lstrip(b"\r\n")) is not None
 
 
 def next_record_start(stream, after: int, gz: bool) -> Optional[int]:
     """The offset of the first WARC record start after byte ``after`` of a seekable
     ``stream``, or None: in a gzip file the next member that decompresses to
-    ``WARC/1.x``; in a plain file the next line ``WARC/1.0`` or ``WARC/1.1``."""
+    ``WARC/x.y``; in a plain file the next line ``WARC/1.0``, ``WARC/1.1`` (or ``WARC/0.18``)."""
     pos = after + 1
     while True:
         # One byte of overlap before ``pos``: a plain record start must follow a newline.
@@ -398,12 +399,11 @@ def _data_ends_inside(stream, offset: int, gz: bool) -> bool:
     return b"\r\n\r\n" not in head and b"\n\n" not in head and len(head) < _BLOCK
 
 
-def _sniff_format(raw: BinaryIO) -> tuple[Optional[str], _Rewound]:
-    """("warc" | "arc" | None for an empty file, the stream from its start)."""
-    head = raw.read(_BLOCK)
-    stream = _Rewound(head, raw)
+def _sniff_format(head: bytes) -> Optional[str]:
+    """"warc" | "arc" for a file that starts with ``head``, None for an empty file;
+    NotAnArchive for anything else."""
     if not head:
-        return None, stream
+        return None
     start = head
     if head[:2] == b"\x1f\x8b":
         try:
@@ -412,13 +412,13 @@ def _sniff_format(raw: BinaryIO) -> tuple[Optional[str], _Rewound]:
             raise NotAnArchive(f"gzip header but no valid deflate data: {exc}") from None
     start = start.lstrip(b"\r\n")
     if start.startswith(b"WARC/"):
-        return "warc", stream
+        return "warc"
     if start.startswith(b"filedesc://"):
-        return "arc", stream
+        return "arc"
     raise NotAnArchive(f"starts with {start[:40]!r}, not a WARC or ARC record")
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Scan:
     """One file being read: its stream, where it starts in ``path``, its format, and
     whether reading can resume after a fault (a seekable WARC)."""
@@ -428,6 +428,22 @@ class _Scan:
     fmt: str
     gz: bool
     resync: bool
+
+
+def _start_again(stream: Optional[_Rewound], base: int) -> Optional[_Scan]:
+    """After a file that does not start like an archive: a WARC reading that resumes
+    at its first record (gzip members first, then plain lines), or None."""
+    if stream is None or not stream.seekable():
+        return None
+    gz_first = b"\x1f\x8b" in stream.head_bytes()[:4]
+    for gz in (gz_first, not gz_first):
+        try:
+            found = next_record_start(stream, 0, gz)
+        except Exception:
+            return None
+        if found is not None:
+            return _Scan(stream, base, "warc", gz, True)
+    return None
 
 
 @dataclass(frozen=True)
@@ -507,15 +523,21 @@ class ReadWarcFileFn(beam.DoFn):
         next record start (``next_record_start``); elsewhere (ARC, unseekable) the
         rest of the file is lost, and the fault row says so."""
         try:
-            fmt, stream = _sniff_format(raw)
+            head = raw.read(_BLOCK)
+            stream = _Rewound(head, raw)
+            fmt = _sniff_format(head)
         except Exception as exc:
-            yield self._fault(path, base, exc)
-            return
-        if fmt is None:
-            self._counters.inc("files.empty")
-            return
-        scan = _Scan(stream, base, fmt, stream.head_bytes()[:2] == b"\x1f\x8b", fmt == "warc" and stream.seekable())
-        position: Optional[int] = 0
+            scan = _start_again(locals().get("stream"), base)
+            if scan is None:  # no WARC record anywhere after the start
+                yield self._fault(path, base, exc, note="; no record after it" if "stream" in locals() else "")
+                return
+            position = yield from self._fault_then_resync(path, scan, 0, exc)
+        else:
+            if fmt is None:
+                self._counters.inc("files.empty")
+                return
+            scan = _Scan(stream, base, fmt, head[:2] == b"\x1f\x8b", fmt == "warc" and stream.seekable())
+            position = 0
         while position is not None:
             position = yield from self._read_from(path, scan, position)
 
@@ -588,6 +610,11 @@ class ReadWarcFileFn(beam.DoFn):
         """One error row for the damaged region starting at ``offset``; returns the
         next record start after it (None: the rest of the file is lost)."""
         resume = None
+        if not scan.resync and offset == 0:
+            # Damaged at its very start (e.g. sniffed as ARC): WARC records may follow.
+            again = _start_again(scan.stream, scan.base)
+            if again is not None:
+                scan.fmt, scan.gz, scan.resync = again.fmt, again.gz, again.resync
         if scan.resync:
             try:
                 resume = next_record_start(scan.stream, offset, scan.gz)
