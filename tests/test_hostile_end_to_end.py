@@ -11,15 +11,14 @@ last record's headers."""
 from __future__ import annotations
 
 import json
-import socket
-import threading
 import zlib
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pyarrow.parquet as pq
 import pytest
 
 from imagegen import jpeg
+from localnet import guard_connections, start_server, stop_server
 from mmcurate.filters import reasons
 from mmcurate.pipeline.cli import main
 from warcbuild import WarcBuilder, lie_about_length, record_spans
@@ -58,29 +57,14 @@ class Handler(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def server():
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.paths = []
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
+    httpd = start_server(Handler, paths=[])
     yield httpd
-    httpd.shutdown()
-    httpd.server_close()
+    stop_server(httpd)
 
 
 @pytest.fixture
 def connections(monkeypatch):
-    seen = []
-    real = socket.socket.connect
-
-    def connect(self, address):
-        seen.append(address)
-        if not (isinstance(address, tuple) and address[0] == "127.0.0.1"):
-            raise ConnectionRefusedError(f"test guard: no connection to {address!r}")
-        return real(self, address)
-
-    monkeypatch.setattr(socket.socket, "connect", connect)
-    return seen
+    return guard_connections(monkeypatch)
 
 
 def page(images: list[str]) -> str:

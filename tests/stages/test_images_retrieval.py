@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
 from imagegen import SVG, jpeg, png_bomb
+from localnet import guard_connections, start_server, stop_server
 from mmcurate.filters import reasons
 from mmcurate.pipeline.config import ImagesConfig
 from mmcurate.stages.imaging import STATUS_OK, normalize_image
@@ -118,22 +118,11 @@ class Handler(BaseHTTPRequestHandler):
         return self._send(404, b"", "text/plain")
 
 
-class QuietServer(ThreadingHTTPServer):
-    def handle_error(self, request, client_address) -> None:  # clients that hang up on purpose
-        pass
-
-
 @pytest.fixture(scope="module")
 def server():
-    httpd = QuietServer(("127.0.0.1", 0), Handler)
-    httpd.paths = []
-    httpd.agents = []
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
+    httpd = start_server(Handler, paths=[], agents=[])
     yield httpd
-    httpd.shutdown()
-    httpd.server_close()
+    stop_server(httpd)
 
 
 def base(server) -> str:
@@ -343,28 +332,7 @@ def test_refused_addresses(address, refused):
 
 @pytest.fixture
 def connections(monkeypatch):
-    """Every address a socket connects to during the test; anything but 127.0.0.1
-    is refused here, so a guard that fails cannot reach beyond the machine."""
-    seen: list = []
-    real_connect = socket.socket.connect
-    real_connect_ex = socket.socket.connect_ex
-
-    def check(address) -> None:
-        seen.append(address)
-        if not (isinstance(address, tuple) and address[0] == "127.0.0.1"):
-            raise ConnectionRefusedError(f"test guard: no connection to {address!r}")
-
-    def connect(self, address):
-        check(address)
-        return real_connect(self, address)
-
-    def connect_ex(self, address):
-        check(address)
-        return real_connect_ex(self, address)
-
-    monkeypatch.setattr(socket.socket, "connect", connect)
-    monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
-    return seen
+    return guard_connections(monkeypatch)
 
 
 @pytest.mark.parametrize(
@@ -440,15 +408,11 @@ class RobotsRedirectHandler(BaseHTTPRequestHandler):
     ],
 )
 def test_a_robots_txt_redirect_goes_through_the_same_checks(location, fault, connections):
-    httpd = QuietServer(("127.0.0.1", 0), RobotsRedirectHandler)
-    httpd.paths, httpd.robots_location = [], location
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
+    httpd = start_server(RobotsRedirectHandler, paths=[], robots_location=location)
     try:
         (result,), fetcher = fetch([f"http://127.0.0.1:{httpd.server_address[1]}/photo.jpg"])
     finally:
-        httpd.shutdown()
-        httpd.server_close()
+        stop_server(httpd)
     # An unreachable robots.txt is a complete disallow (RFC 9309 2.3.1.4); the row says why.
     assert result.reason == reasons.IMAGE_ROBOTS_DISALLOWED
     assert fault in result.detail and "unreachable" in result.detail

@@ -1,0 +1,63 @@
+"""A test's own HTTP server on 127.0.0.1, and a guard that lets sockets connect
+nowhere else: hostile-input tests use both, so that an SSRF guard that fails cannot
+reach beyond the machine, and the test can assert what was (not) connected to.
+
+    httpd = start_server(Handler, paths=[])     # handler sees self.server.paths
+    ...
+    stop_server(httpd)
+
+    seen = guard_connections(monkeypatch)       # every (host, port) connected to
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address) -> None:  # clients that hang up on purpose
+        pass
+
+
+def start_server(handler: type[BaseHTTPRequestHandler], **attributes) -> QuietServer:
+    """A threaded server on a free port of 127.0.0.1, serving in a daemon thread;
+    ``attributes`` are set on it for the handler (``self.server.<name>``)."""
+    httpd = QuietServer(("127.0.0.1", 0), handler)
+    for name, value in attributes.items():
+        setattr(httpd, name, value)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd
+
+
+def stop_server(httpd: QuietServer) -> None:
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def guard_connections(monkeypatch) -> list:
+    """Records every address a socket connects to while the test runs; anything but
+    127.0.0.1 is refused (ConnectionRefusedError) instead of connected."""
+    seen: list = []
+    real_connect = socket.socket.connect
+    real_connect_ex = socket.socket.connect_ex
+
+    def check(address) -> None:
+        seen.append(address)
+        if not (isinstance(address, tuple) and address[0] == "127.0.0.1"):
+            raise ConnectionRefusedError(f"test guard: no connection to {address!r}")
+
+    def connect(self, address):
+        check(address)
+        return real_connect(self, address)
+
+    def connect_ex(self, address):
+        check(address)
+        return real_connect_ex(self, address)
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
+    return seen
