@@ -20,7 +20,7 @@ loop: Holtzman et al. 2020, "The Curious Case of Neural Text Degeneration").
 from __future__ import annotations
 
 import re
-from typing import Iterable, Optional, Sequence
+from typing import Iterable, Mapping, Optional, Sequence
 from urllib.parse import parse_qs, urlsplit
 
 import numpy as np
@@ -84,8 +84,12 @@ def url_language(url: str) -> Optional[str]:
     return None
 
 
-def _primary(language: str) -> str:
+def primary_language(language: str) -> str:
+    """The primary subtag of a language code, lower-case: "zh-Hans" -> "zh", "pt_BR" -> "pt"."""
     return language.lower().replace("_", "-").split("-")[0]
+
+
+_primary = primary_language
 
 
 def hreflang_languages(doc: Document) -> int:
@@ -135,14 +139,16 @@ def mt_url_language(doc: Document, *, reject_mismatch: bool) -> Verdict:
     return keep(**{URL_LANGUAGE_MISMATCH: mismatch})
 
 
-def mt_classifier(doc: Document, *, max_score: float, languages: Sequence[str]) -> Verdict:
-    """Reject text the MT classifier scores above ``max_score``; only for content
-    in ``languages`` (the classifier's training languages) or of unknown language."""
-    score = doc.signals[MT_SCORE]
-    if doc.language and languages and _primary(doc.language) not in languages:
+def mt_classifier(doc: Document, *, max_score: float, max_scores: Mapping[str, float]) -> Verdict:
+    """Reject text the MT classifier of its language scores above the threshold for
+    that language (``max_scores``, else ``max_score``). A document without an
+    ``mt_score`` (no model for its language) is kept: no evidence."""
+    score = doc.signals.get(MT_SCORE)
+    if score is None:
         return keep()
-    if score > max_score:
-        return reject(reasons.MT_HIGH_SCORE, score, max_score)
+    threshold = max_scores.get(_primary(doc.language), max_score) if doc.language else max_score
+    if score > threshold:
+        return reject(reasons.MT_HIGH_SCORE, score, threshold)
     return keep()
 
 

@@ -29,6 +29,8 @@ MAX_TOKENS = 1000
 
 QUALITY_SCORE = "quality_score"
 
+_UNSPACED_RUN = re.compile(_UNSPACED_CHAR.pattern + "+")
+
 # Letters and digits stay together; every other visible character is its own token.
 _TOKEN = re.compile(r"[^\W_]+(?:['’][^\W_]+)*|[^\w\s]", re.UNICODE)
 
@@ -37,7 +39,8 @@ def normalize_text(text: str, max_tokens: int = MAX_TOKENS) -> str:
     """One line of space-separated tokens: NFKC, case-folded, punctuation split off,
     unspaced-script characters (CJK, Thai, ...) one token each, at most ``max_tokens``."""
     text = unicodedata.normalize("NFKC", text).casefold()
-    text = _UNSPACED_CHAR.sub(lambda m: f" {m.group(0)} ", text)
+    # one call per run of unspaced characters, not per character
+    text = _UNSPACED_RUN.sub(lambda m: " " + " ".join(m.group(0)) + " ", text)
     tokens = _TOKEN.findall(text)
     return " ".join(tokens[:max_tokens])
 
@@ -56,6 +59,14 @@ def positive_probabilities(model, normalized: Sequence[str]) -> list[float]:
                 break
         out.append(min(1.0, max(0.0, p)))
     return out
+
+
+def probabilities(model, normalized: Sequence[str]) -> list[float]:
+    """P(positive) for each normalised text, from a fastText model or a model with a
+    ``probabilities`` method (``filters.translationese.LinearTextModel``)."""
+    if hasattr(model, "probabilities"):
+        return model.probabilities(normalized)
+    return positive_probabilities(model, normalized)
 
 
 def min_quality(doc: Document, *, min_score: float) -> Verdict:

@@ -411,15 +411,25 @@ class QualityMtConfig(_Section):
     """Machine-translated text (filters/implicit.py, filters/mt_page.py)."""
 
     enabled: bool = True
-    # fastText MT-vs-human model; empty: the shipped pipeline/models/mt.bin.
+    # A folder of fastText MT-vs-human models, one per language, named LANG.bin
+    # (en.bin, de.bin, ...); empty: the shipped pipeline/models/mt/. A document is
+    # scored by the model of its language (Document.language, from the heuristics
+    # stage's language ID); documents in a language without a model, or of unknown
+    # language, get no mt_score.
+    model_dir: str = ""
+    # One model for every language in `languages` instead of model_dir (e.g. one you
+    # trained with `mmcurate train mt`).
     model_path: str = ""
-    # mt_score above this rejects; 1 scores without rejecting. The shipped model is
-    # sharp on its own held-out split (README, benchmarks/bench_quality.py) but
-    # unreliable on web text unlike WMT news, so it decides nothing by default.
+    # mt_score above this rejects; 1 scores without rejecting. The shipped models are
+    # measured on held-out source languages, years and systems (README,
+    # benchmarks/bench_quality.py); none reaches precision 0.95 there at a useful
+    # recall, so they decide nothing by default.
     max_score: float = Field(default=1.0, ge=0, le=1)
-    # Languages the classifier was trained on; other (known) languages are scored but
-    # never rejected by it. The shipped model is English (WMT22 into-English).
-    languages: tuple[str, ...] = ("en",)
+    # Per-language thresholds that replace max_score for documents in that language.
+    max_scores: dict[str, float] = {}
+    # Languages to score; empty: every language with a model in model_dir. Needed
+    # with model_path (the languages that model was trained on).
+    languages: tuple[str, ...] = ()
     # A page that says it was translated automatically ("machine translated", ...).
     min_notices: int = Field(default=1, ge=1)
     # A translation widget (Weglot, GTranslate, ...) on a page under a language path.
@@ -431,6 +441,21 @@ class QualityMtConfig(_Section):
     # URL language (/fr/, fr.example.org, ?lang=fr) vs content language: a signal
     # always, a rejection only when this is on.
     reject_url_language_mismatch: bool = False
+
+    @field_validator("max_scores")
+    @classmethod
+    def _scores_in_range(cls, value: dict[str, float]) -> dict[str, float]:
+        for language, score in value.items():
+            if not 0 <= score <= 1:
+                raise ValueError(f"max_scores.{language} must be in [0, 1], got {score}")
+        return value
+
+    @field_validator("languages")
+    @classmethod
+    def _languages_for_one_model(cls, value: tuple[str, ...], info) -> tuple[str, ...]:
+        if info.data.get("model_path") and not value:
+            raise ValueError("quality.mt.model_path needs quality.mt.languages (the languages it was trained on)")
+        return value
 
 
 class QualityLlmConfig(_Section):

@@ -61,6 +61,11 @@ def stage_funnel(config: Config, counters: Mapping[tuple[str, str], int], writte
             entry["in"] = entry["kept"] = written["kept"]
         if stage == "recycle":
             entry = recycle_entry(names, written)
+        if stage == "quality":
+            from mmcurate.stages.quality import mt_languages
+
+            # Documents in these languages get an mt_score; others get none.
+            entry["mt_languages"] = mt_languages(config.quality)
         if stage == "scoring" and not config.scoring.active:
             entry = {"enabled": False, "why": "scoring.checkpoint is not set (and scoring.judge is off)"}
         funnel[stage] = entry

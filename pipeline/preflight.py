@@ -117,16 +117,28 @@ def check_files(config: Config) -> None:
                 raise PreflightError(f"heuristics.language.model_path: {exc}") from None
             _fasttext("heuristics.language.model_path (shipped lid.176.ftz)", shipped)
     if config.enabled("quality"):
-        from mmcurate.stages.quality import default_model_path
+        from mmcurate.stages.quality import default_model_path, mt_model_paths
 
         quality = config.quality
         chosen = {"quality.model_path": ("quality", quality.model_path)}
-        if quality.mt.enabled:
-            chosen["quality.mt.model_path"] = ("mt", quality.mt.model_path)
         if quality.llm.enabled:
             chosen["quality.llm.model_path"] = ("llm", quality.llm.model_path)
         for key, (kind, path) in chosen.items():
             _fasttext(key if path else f"{key} (shipped)", path or str(default_model_path(kind)))
+        if quality.mt.enabled:
+            # one model per language: LANG.npz (a linear model, a zip) or fastText LANG.bin
+            key = "quality.mt.model_path" if quality.mt.model_path else "quality.mt.model_dir"
+            try:
+                paths = mt_model_paths(quality.mt)
+            except FileNotFoundError as exc:
+                raise PreflightError(f"{key}: {exc}") from None
+            for language, path in paths.items():
+                if path.endswith(".npz"):
+                    head = _head(f"{key} ({language})", path)
+                    if not head.startswith(b"PK\x03\x04"):
+                        raise PreflightError(f"{key} ({language}): {path} is not a .npz model: it starts with {head[:8]!r}")
+                else:
+                    _fasttext(f"{key} ({language})", path)
     if config.enabled("scoring") and config.scoring.clip_on:
         _torch_checkpoint("scoring.checkpoint", config.scoring.checkpoint)
         if config.scoring.architecture_config:

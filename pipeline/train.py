@@ -12,6 +12,13 @@ Inputs (``--positive`` / ``--negative``, each one or more files):
   "sampled": [...]}``): name the list after ``@``: ``xsum_gpt2-xl.raw_data.json@sampled``.
   Item *i* of both lists shares a source (the machine text continues the human
   text's opening), so both are grouped by the human text ``original[i]``.
+- a WMT ``txt/`` folder (``--wmt DIR``, kind ``mt``): the general-task test sets
+  as the WMT news/general systems repositories publish them, any year, into and out
+  of English: ``sources/generaltestYYYY.L1-L2.src.L1``, ``references/...ref.NAME.L2``,
+  ``system-outputs/...hyp.SYSTEM.L2``. For ``--language L``, the system outputs into
+  L are the positives; the human references into L and the original text written in
+  L (the sources of L-xx pairs) are the negatives; every ``--lines-per-doc`` (default
+  10) consecutive segments make a document, grouped by year, pair and line block.
 - any other file is plain text: documents separated by blank lines; with
   ``--lines-per-doc N``, every N consecutive lines make a document instead (for
   sentence-aligned files such as the WMT test sets, where line *i* of every file is
@@ -28,10 +35,12 @@ AUC are printed.
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import hashlib
 import json
 import logging
 import random
+import re
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -40,7 +49,8 @@ from typing import Iterable, Iterator, Optional, Sequence
 
 import numpy as np
 
-from mmcurate.filters.quality import LABEL_NEGATIVE, LABEL_POSITIVE, normalize_text, positive_probabilities
+from mmcurate.filters.quality import LABEL_NEGATIVE, LABEL_POSITIVE, normalize_text, probabilities
+from mmcurate.filters.translationese import LinearTextModel, features, most_frequent_words
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +66,76 @@ class Example:
     text: str  # normalised
     label: int  # 1 positive, 0 negative
     group: str  # texts of one group are never split between train and test
+    # WMT documents: the language the text was translated from ("" for text written
+    # in its own language), the test set's year and the system ("ref", "src" for
+    # people); the benchmark holds out by these.
+    source: str = ""
+    year: int = 0
+    system: str = ""
+
+
+# generaltest2023.en-de.hyp.GPT4-5shot.de, generaltest2022.de-en.ref.A.en,
+# generaltest2023.zh-en.src.zh, newstest2021.de-en.ref.A.en
+_WMT_NAME = re.compile(r"^[a-z]+(\d{4})\.([a-z]{2,3})-([a-z]{2,3})\.(src|ref|hyp)\.(?:(.+)\.)?([a-z]{2,3})$")
+
+
+@dataclass(frozen=True)
+class WmtFile:
+    path: Path
+    year: int
+    pair: str  # "de-en"
+    kind: str  # src, ref or hyp
+    name: str  # the system or reference name ("" for a source)
+    language: str  # the language the file is written in
+
+    @property
+    def source(self) -> str:
+        """The language the text was translated from; "" for original text."""
+        return "" if self.kind == "src" else self.pair.split("-")[0]
+
+
+def wmt_files(roots: Iterable[str | Path], exclude: Sequence[str] = ()) -> list[WmtFile]:
+    """The WMT test-set files under ``roots`` (searched recursively), sorted by path;
+    files whose name matches a glob in ``exclude`` are left out."""
+    found = []
+    for root in roots:
+        root = Path(root)
+        if not root.is_dir():
+            raise FileNotFoundError(f"{root}: no such folder")
+        for path in sorted(root.rglob("*")):
+            match = _WMT_NAME.match(path.name)
+            if not match or not path.is_file() or any(fnmatch.fnmatch(path.name, g) for g in exclude):
+                continue
+            year, l1, l2, kind, name, language = match.groups()
+            if language not in (l1, l2):
+                continue
+            found.append(WmtFile(path, int(year), f"{l1}-{l2}", kind, name or "", language))
+    return found
+
+
+def wmt_examples(files: Sequence[WmtFile], language: str, lines_per_doc: int = 10) -> list[Example]:
+    """Labelled documents in ``language`` from WMT test sets: system outputs into it
+    (positive) against human references into it and original text written in it
+    (negative). Documents are ``lines_per_doc`` consecutive segments (a shorter tail
+    is dropped); the group is the year, pair and line block, so the same block of
+    every aligned file is on one side of the split. A text repeated across files
+    (the English source of several en-xx pairs) counts once."""
+    examples, seen = [], set()
+    for f in files:
+        if f.language != language:
+            continue
+        label = 1 if f.kind == "hyp" else 0
+        lines = f.path.read_text(encoding="utf-8").splitlines()
+        for block, start in enumerate(range(0, len(lines) - lines_per_doc + 1, lines_per_doc)):
+            normalized = normalize_text("\n".join(lines[start : start + lines_per_doc]))
+            if not normalized or normalized in seen:
+                continue
+            seen.add(normalized)
+            examples.append(Example(
+                normalized, label, f"wmt:{f.year}.{f.pair}.{block}",
+                source=f.source, year=f.year, system=f.name or f.kind,
+            ))
+    return examples
 
 
 def _hash(value: str) -> str:
@@ -181,26 +261,78 @@ def train_fasttext(examples: Sequence[Example], args: argparse.Namespace):
             fh.write(f"{LABEL_POSITIVE if ex.label else LABEL_NEGATIVE} {ex.text}\n")
         train_path = fh.name
     try:
-        model = fasttext.train_supervised(
-            input=train_path,
-            lr=args.lr,
-            epoch=args.epoch,
-            dim=args.dim,
-            wordNgrams=args.word_ngrams,
-            minCount=args.min_count,
-            minn=args.minn,
-            maxn=args.maxn,
-            bucket=args.bucket,
-            loss="softmax",
-            thread=args.threads,
-            seed=args.seed,
-            verbose=0,
-        )
+        lr = args.lr
+        for attempt in range(4):
+            try:
+                model = _train_supervised(fasttext, train_path, args, lr)
+                break
+            except RuntimeError as exc:
+                # fastText diverges ("Encountered NaN") when the learning rate is too
+                # high for the data (small or repetitive training sets): retry with it
+                # halved (ours; the run stays seeded and deterministic).
+                if "NaN" not in str(exc) or attempt == 3:
+                    raise
+                lr /= 2
+                log.warning("fastText diverged at lr %.3g; retrying at %.3g", lr * 2, lr)
         if args.quantize:
             model.quantize(input=train_path, qnorm=True, retrain=False, cutoff=args.quantize)
     finally:
         Path(train_path).unlink(missing_ok=True)
     return model
+
+
+def _train_supervised(fasttext, train_path: str, args: argparse.Namespace, lr: float):
+    return fasttext.train_supervised(
+        input=train_path,
+        lr=lr,
+        epoch=args.epoch,
+        dim=args.dim,
+        wordNgrams=args.word_ngrams,
+        minCount=args.min_count,
+        minn=args.minn,
+        maxn=args.maxn,
+        bucket=args.bucket,
+        loss="softmax",
+        thread=args.threads,
+        seed=args.seed,
+        verbose=0,
+    )
+
+
+def train_linear(examples: Sequence[Example], args: argparse.Namespace) -> LinearTextModel:
+    """A logistic regression over sublinear tf-idf features (``filters.translationese``):
+    scikit-learn fits it, ``LinearTextModel`` scores it. Classes are weighted to
+    balance, so no text is thrown away."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+
+    families = tuple(args.families.split(","))
+    texts = [e.text for e in examples]
+    words = most_frequent_words(texts, args.function_words) if "f" in families else frozenset()
+    vectorizer = TfidfVectorizer(
+        analyzer=lambda text: list(features(text, families, words).elements()),
+        min_df=args.min_count, sublinear_tf=True, max_features=args.max_features or None, dtype=np.float64,
+    )
+    matrix = vectorizer.fit_transform(texts)
+    classifier = LogisticRegression(C=args.c, class_weight="balanced", max_iter=5000, random_state=args.seed)
+    classifier.fit(matrix, [e.label for e in examples])
+    terms = vectorizer.get_feature_names_out()
+    return LinearTextModel(terms, vectorizer.idf_, classifier.coef_[0], float(classifier.intercept_[0]), families, words)
+
+
+def save_model(model, output: Path) -> None:
+    """A fastText model as ``.bin``; a linear model as ``.npz``."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(model, LinearTextModel):
+        with output.open("wb") as fh:  # savez would append .npz to any other suffix
+            np.savez_compressed(fh, **model.to_arrays())
+    else:
+        model.save_model(str(output))
+
+
+def predict(model, texts: Sequence[str]) -> list[float]:
+    """P(positive) of normalised texts, from either kind of model."""
+    return probabilities(model, texts)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -211,11 +343,17 @@ def parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("kind", choices=sorted(KINDS), help="what the positive class is")
-    p.add_argument("--positive", nargs="+", required=True, metavar="FILE", help="texts of the positive class")
-    p.add_argument("--negative", nargs="+", required=True, metavar="FILE", help="texts of the negative class")
+    p.add_argument("--positive", nargs="+", default=[], metavar="FILE", help="texts of the positive class")
+    p.add_argument("--negative", nargs="+", default=[], metavar="FILE", help="texts of the negative class")
+    p.add_argument("--wmt", nargs="+", default=[], metavar="DIR",
+                   help="kind mt: WMT test-set folders (txt/ layout, any year); needs --language")
+    p.add_argument("--language", metavar="L", help="with --wmt: the language to detect machine translation in (en, de, zh, ...)")
+    p.add_argument("--wmt-exclude", nargs="+", default=[], metavar="GLOB",
+                   help="with --wmt: leave out files whose name matches (e.g. a reference post-edited from a system)")
     p.add_argument("--output", "-o", required=True, metavar="MODEL.bin", help="where to write the model")
-    p.add_argument("--lines-per-doc", type=int, default=0, metavar="N",
-                   help="plain text: N consecutive lines make a document (default 0: blank-line separated)")
+    p.add_argument("--lines-per-doc", type=int, default=None, metavar="N",
+                   help="plain text: N consecutive lines make a document (default 0: blank-line separated; "
+                        "10 for --wmt)")
     p.add_argument("--test-fraction", type=float, default=0.2, help="held-out share of source groups (default 0.2)")
     p.add_argument("--no-balance", dest="balance", action="store_false",
                    help="train on the classes as they come (default: downsample the larger class)")
@@ -235,23 +373,62 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--quantize", type=int, default=0, metavar="CUTOFF",
                    help="quantize the model, keeping the CUTOFF most important words and n-grams (0: no)")
     p.add_argument("--threads", type=int, default=1, help="training threads (default 1: deterministic)")
+    p.add_argument("--model", choices=("fasttext", "linear"), default=None,
+                   help="fasttext (.bin) or linear: tf-idf logistic regression (.npz); default linear for mt, "
+                        "fasttext otherwise")
+    # Linear model (--model linear). C, families and sizes chosen on held-out source
+    # languages of the WMT22+23 into-English data (README, benchmarks/bench_quality.py).
+    p.add_argument("--families", default="w,b", help="linear: feature families, of w (words), b (word bigrams), "
+                                                    "f (function-word trigrams) (default w,b)")
+    p.add_argument("--c", type=float, default=10.0, help="linear: inverse L2 regularisation strength (default 10)")
+    p.add_argument("--max-features", type=int, default=100_000,
+                   help="linear: keep the most frequent features (default 100000; 0: all)")
+    p.add_argument("--function-words", type=int, default=200,
+                   help="linear, family f: how many of the most frequent words count as function words")
     return p
+
+
+def gather_examples(args: argparse.Namespace) -> list[Example]:
+    """The labelled examples the command line names (files and WMT folders)."""
+    if args.wmt and args.kind != "mt":
+        raise ValueError("--wmt is for kind mt")
+    if args.wmt and not args.language:
+        raise ValueError("--wmt needs --language (the language whose machine translation to detect)")
+    if not args.wmt and not (args.positive and args.negative):
+        raise ValueError("give --positive and --negative files, or --wmt folders")
+    lines = args.lines_per_doc
+    examples = load_examples(args.positive, 1, lines or 0) + load_examples(args.negative, 0, lines or 0)
+    if args.wmt:
+        files = wmt_files(args.wmt, args.wmt_exclude)
+        found = wmt_examples(files, args.language, lines or 10)
+        if not found:
+            raise ValueError(f"no WMT files into or in {args.language!r} under {' '.join(args.wmt)}")
+        examples += found
+    return examples
+
+
+def model_kind(args: argparse.Namespace) -> str:
+    return args.model or ("linear" if args.kind == "mt" else "fasttext")
+
+
+def fit(train: Sequence[Example], args: argparse.Namespace):
+    """The model ``args`` asks for, fitted on ``train``."""
+    return train_linear(train, args) if model_kind(args) == "linear" else train_fasttext(train, args)
 
 
 def run_training(args: argparse.Namespace) -> dict[str, float]:
     """Train, save, evaluate on the held-out split; returns the held-out figures."""
-    examples = load_examples(args.positive, 1, args.lines_per_doc) + load_examples(args.negative, 0, args.lines_per_doc)
+    examples = gather_examples(args)
     train, test = split_examples(examples, args.test_fraction, args.seed)
-    if args.balance:
+    if args.balance and model_kind(args) == "fasttext":
         train = balance(train, args.seed)
     for name, rows in (("train", train), ("test", test)):
         if not any(e.label for e in rows) or all(e.label for e in rows):
             raise ValueError(f"the {name} split needs both classes: give more positive and negative texts")
-    model = train_fasttext(train, args)
+    model = fit(train, args)
     output = Path(args.output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    model.save_model(str(output))
-    scores = positive_probabilities(model, [e.text for e in test])
+    save_model(model, output)
+    scores = predict(model, [e.text for e in test])
     figures = evaluate([e.label for e in test], scores)
     figures.update(train_docs=len(train), test_docs=len(test), bytes=output.stat().st_size)
     return figures

@@ -36,9 +36,10 @@ import numpy as np
 from apache_beam.ml.inference.base import ModelHandler, RunInference
 
 from mmcurate.filters import implicit
-from mmcurate.filters.quality import QUALITY_SCORE, min_quality, normalize_text, positive_probabilities
+from mmcurate.filters.quality import QUALITY_SCORE, min_quality, normalize_text, positive_probabilities, probabilities
+from mmcurate.filters.translationese import LinearTextModel
 from mmcurate.filters.verdict import DocumentFilter
-from mmcurate.pipeline.config import QualityConfig
+from mmcurate.pipeline.config import QualityConfig, QualityMtConfig
 from mmcurate.schemas import Document
 from mmcurate.stages.common import (
     COUNTER_KEPT,
@@ -60,26 +61,70 @@ MODELS_DIR = Path(__file__).resolve().parents[1] / "pipeline" / "models"
 if not MODELS_DIR.is_dir():  # installed: mmcurate/stages -> mmcurate/pipeline/models
     MODELS_DIR = Path(importlib.util.find_spec("mmcurate.pipeline").origin).parent / "models"
 
-SCORE_SIGNALS = {"quality": QUALITY_SCORE, "mt": implicit.MT_SCORE, "llm": implicit.LLM_SCORE}
+SCORE_SIGNALS = {"quality": QUALITY_SCORE, "llm": implicit.LLM_SCORE}
+# Model kinds of the per-language MT models: "mt:en", "mt:de", ...
+MT_PREFIX = "mt:"
 
 
 def default_model_path(kind: str) -> Path:
-    """The shipped model of ``kind`` (quality, mt, llm): pipeline/models/KIND.bin."""
+    """The shipped model of ``kind`` (quality, llm): pipeline/models/KIND.bin."""
     return MODELS_DIR / f"{kind}.bin"
 
 
+def default_mt_dir() -> Path:
+    """The shipped MT models, one per language: pipeline/models/mt/LANG.bin."""
+    return MODELS_DIR / "mt"
+
+
+def mt_model_paths(config: QualityMtConfig) -> dict[str, str]:
+    """The MT model of each language the stage scores, by language code: the one
+    ``model_path`` for every language of ``languages``, else the ``LANG.bin`` files of
+    ``model_dir`` (the shipped folder by default), narrowed to ``languages`` if set."""
+    if config.model_path:
+        return {language: config.model_path for language in config.languages}
+    folder = Path(config.model_dir) if config.model_dir else default_mt_dir()
+    if not folder.is_dir():
+        raise FileNotFoundError(f"quality: mt model folder not found: {folder}")
+    found = {path.stem: str(path) for path in sorted([*folder.glob("*.bin"), *folder.glob("*.npz")])}
+    if config.languages:
+        missing = [language for language in config.languages if language not in found]
+        if missing:
+            raise FileNotFoundError(f"quality: no mt model for {', '.join(missing)} in {folder}")
+        found = {language: found[language] for language in config.languages}
+    return found
+
+
+def mt_languages(config: QualityConfig) -> list[str]:
+    """The languages that get an ``mt_score`` under ``config`` (the run manifest lists them)."""
+    if not config.mt.enabled:
+        return []
+    return sorted(mt_model_paths(config.mt))
+
+
 def model_paths(config: QualityConfig) -> dict[str, str]:
-    """The fastText model of each enabled scorer, by kind; config paths override the shipped ones."""
+    """The fastText model of each enabled scorer, by kind (``quality``, ``llm``,
+    ``mt:LANG`` per language); config paths override the shipped ones."""
     chosen = {"quality": config.model_path}
-    if config.mt.enabled:
-        chosen["mt"] = config.mt.model_path
     if config.llm.enabled:
         chosen["llm"] = config.llm.model_path
     paths = {kind: path or str(default_model_path(kind)) for kind, path in chosen.items()}
+    if config.mt.enabled:
+        paths.update({f"{MT_PREFIX}{language}": path for language, path in mt_model_paths(config.mt).items()})
     for kind, path in paths.items():
         if not Path(path).is_file():
-            raise FileNotFoundError(f"quality: {kind} model not found: {path}")
+            raise FileNotFoundError(f"quality: {kind.split(':')[0]} model not found: {path}")
     return paths
+
+
+def load_text_model(path: str):
+    """A text classifier from disk: ``.npz``, a linear model (filters/translationese.py);
+    otherwise a fastText model."""
+    if path.endswith(".npz"):
+        with np.load(path, allow_pickle=False) as arrays:
+            return LinearTextModel.from_arrays(arrays)
+    import fasttext
+
+    return fasttext.load_model(path)
 
 
 class FastTextModels(dict):
@@ -88,10 +133,12 @@ class FastTextModels(dict):
 
 
 class FastTextModelHandler(ModelHandler):
-    """Scores batches of documents with fastText classifiers, one per kind.
+    """Scores batches of documents with fastText classifiers.
 
     ``load_model`` runs once per worker; ``run_inference`` normalises each text once
-    and yields the document with one probability signal per model.
+    and yields the document with one probability signal per model: ``quality_score``
+    and ``llm_score`` for every document, ``mt_score`` from the MT model of the
+    document's language (``mt:LANG``), none when there is no model for it.
     """
 
     def __init__(self, paths: Mapping[str, str], batch_size: int):
@@ -100,15 +147,27 @@ class FastTextModelHandler(ModelHandler):
         self._batch_size = batch_size
 
     def load_model(self) -> FastTextModels:
-        import fasttext
-
-        return FastTextModels((kind, fasttext.load_model(path)) for kind, path in self._paths.items())
+        return FastTextModels((kind, load_text_model(path)) for kind, path in self._paths.items())
 
     def run_inference(self, batch: Sequence[Document], model: FastTextModels, inference_args=None) -> Iterable[Document]:
         texts = [normalize_text(doc.text) for doc in batch]
-        scores = {kind: positive_probabilities(m, texts) for kind, m in model.items()}
+        signals: list[dict[str, float]] = [{} for _ in batch]
+        for kind, m in model.items():
+            if kind.startswith(MT_PREFIX):
+                continue
+            for i, value in enumerate(positive_probabilities(m, texts)):
+                signals[i][SCORE_SIGNALS[kind]] = value
+        by_language: dict[str, list[int]] = {}
         for i, doc in enumerate(batch):
-            yield doc.with_signals({SCORE_SIGNALS[kind]: values[i] for kind, values in scores.items()})
+            if doc.language:
+                by_language.setdefault(MT_PREFIX + implicit.primary_language(doc.language), []).append(i)
+        for kind, members in by_language.items():
+            if kind in model:
+                scores = probabilities(model[kind], [texts[i] for i in members])
+                for i, value in zip(members, scores):
+                    signals[i][implicit.MT_SCORE] = value
+        for doc, values in zip(batch, signals):
+            yield doc.with_signals(values)
 
     def batch_elements_kwargs(self) -> Mapping[str, Any]:
         return {"min_batch_size": 1, "max_batch_size": self._batch_size}
@@ -129,7 +188,7 @@ def quality_filters(config: QualityConfig) -> list[DocumentFilter]:
         filters.append(partial(implicit.llm_template, min_phrases=llm.min_template_phrases))
     filters.append(partial(min_quality, min_score=config.min_score))
     if mt.enabled:
-        filters.append(partial(implicit.mt_classifier, max_score=mt.max_score, languages=mt.languages))
+        filters.append(partial(implicit.mt_classifier, max_score=mt.max_score, max_scores=mt.max_scores))
     if llm.enabled:
         filters.append(partial(implicit.llm_classifier, max_score=llm.max_score))
         if llm.site:

@@ -54,7 +54,7 @@ CASES = [
     ),
     (
         _doc(signals={implicit.MT_SCORE: 0.97}),
-        lambda d: implicit.mt_classifier(d, max_score=0.9, languages=("en",)),
+        lambda d: implicit.mt_classifier(d, max_score=0.9, max_scores={}),
         reasons.MT_HIGH_SCORE,
     ),
     (
@@ -94,9 +94,14 @@ def test_a_clean_page_passes_every_rule():
         assert rule(doc).keep
 
 
-def test_mt_classifier_decides_only_for_its_languages():
-    doc = _doc(language="de", signals={implicit.MT_SCORE: 0.99})
-    assert implicit.mt_classifier(doc, max_score=0.9, languages=("en",)).keep
+def test_mt_classifier_keeps_a_document_without_a_score_and_uses_its_language_threshold():
+    # no model for the document's language: no mt_score, no evidence
+    assert implicit.mt_classifier(_doc(language="pt"), max_score=0.5, max_scores={}).keep
+    de = _doc(language="de-AT", signals={implicit.MT_SCORE: 0.8})
+    assert implicit.mt_classifier(de, max_score=0.9, max_scores={}).keep
+    verdict = implicit.mt_classifier(de, max_score=0.9, max_scores={"de": 0.7, "en": 0.99})
+    assert not verdict.keep and verdict.reason == reasons.MT_HIGH_SCORE
+    assert (verdict.value, verdict.threshold) == (0.8, 0.7)
 
 
 def test_url_language_is_no_evidence_without_content_language():

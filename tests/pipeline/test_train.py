@@ -1,3 +1,4 @@
+import dataclasses
 import json
 import random
 
@@ -9,8 +10,18 @@ from docfactory import make_doc
 from mmcurate.filters import reasons
 from mmcurate.pipeline.cli import main
 from mmcurate.pipeline.config import QualityConfig
-from mmcurate.pipeline.train import load_examples, read_texts, roc_auc, split_examples
-from mmcurate.stages.quality import ScoreQuality
+from mmcurate.filters.quality import positive_probabilities
+from mmcurate.pipeline.train import (
+    load_examples,
+    parser,
+    read_texts,
+    roc_auc,
+    split_examples,
+    train_fasttext,
+    wmt_examples,
+    wmt_files,
+)
+from mmcurate.stages.quality import ScoreQuality, model_paths
 
 COMMON = "the a of and to in is was for on with as by at from that this it".split()
 GOOD = "museum harbour library history river architecture research garden century village bridge".split()
@@ -82,3 +93,99 @@ def test_aligned_line_blocks_land_on_one_side_of_the_split(tmp_path):
 def test_roc_auc_counts_ties_half():
     assert roc_auc([1, 0, 1, 0], [0.9, 0.1, 0.8, 0.2]) == 1.0
     assert roc_auc([1, 0], [0.5, 0.5]) == 0.5
+
+
+def _wmt_tree(root, lines: int = 400):
+    """A WMT txt/ folder of two years, into and out of English: people write the
+    references and sources in one style, the two systems in another, on shared topics."""
+    rng = random.Random(13)
+    topic = "harbour council bridge railway museum salt ships festival library market".split()
+    human = ["that", "whose", ";", "however"]
+    machine = ["which", "which", ",", "also"]
+
+    def line(style):
+        words = [rng.choice(topic if rng.random() < 0.5 else COMMON) for _ in range(rng.randint(8, 16))]
+        for _ in range(2):
+            words.insert(rng.randint(1, len(words) - 1), rng.choice(style))
+        return " ".join(words) + "."
+
+    files = {
+        "sources/generaltest2023.de-en.src.de": human,
+        "references/generaltest2023.de-en.ref.refA.en": human,
+        "system-outputs/generaltest2023.de-en.hyp.SYS-1.en": machine,
+        "system-outputs/generaltest2023.de-en.hyp.GPT4-5shot.en": machine,
+        "sources/newstest2021.en-de.src.en": human,
+        "references/newstest2021.en-de.ref.A.de": human,
+        "system-outputs/newstest2021.en-de.hyp.SYS_2.de": machine,
+        "references/newstest2021.en-de.ref.B.de": machine,  # excluded below
+        "README.md": human,
+    }
+    for name, style in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(line(style) for _ in range(lines)) + "\n", encoding="utf-8")
+    return root
+
+
+def test_wmt_layout_of_any_year_into_and_out_of_english(tmp_path):
+    root = _wmt_tree(tmp_path / "txt")
+    files = wmt_files([root], exclude=["*.ref.B.de"])
+    assert sorted((f.year, f.pair, f.kind, f.name, f.language, f.source) for f in files) == [
+        (2021, "en-de", "hyp", "SYS_2", "de", "en"),
+        (2021, "en-de", "ref", "A", "de", "en"),
+        (2021, "en-de", "src", "", "en", ""),
+        (2023, "de-en", "hyp", "GPT4-5shot", "en", "de"),
+        (2023, "de-en", "hyp", "SYS-1", "en", "de"),
+        (2023, "de-en", "ref", "refA", "en", "de"),
+        (2023, "de-en", "src", "", "de", ""),
+    ]
+    english = wmt_examples(files, "en", 10)
+    # into English: two systems (positive) against the reference and the original English of en-de
+    assert sum(e.label for e in english) == 80 and len(english) == 160
+    assert {(e.system, e.source, e.year) for e in english if not e.label} == {("refA", "de", 2023), ("src", "", 2021)}
+    german = wmt_examples(files, "de", 10)
+    assert {(e.label, e.system) for e in german} == {(1, "SYS_2"), (0, "A"), (0, "src")}
+    # the same block of aligned files shares a group, so it lands on one side of a split
+    assert len({e.group for e in english if e.year == 2023}) == 40
+
+
+def test_train_mt_from_wmt_folders_then_the_stage_scores_with_it(tmp_path, capsys):
+    root = _wmt_tree(tmp_path / "txt")
+    model_path = tmp_path / "models" / "de.npz"
+    rc = main(["train", "mt", "--wmt", str(root), "--language", "de", "--wmt-exclude", "*.ref.B.de",
+               "--output", str(model_path)])
+    assert rc == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert "kind mt" in out and "ROC AUC 1.000" in out
+    from mmcurate.stages.quality import FastTextModelHandler
+
+    config = QualityConfig(mt={"model_dir": str(model_path.parent)}, llm={"enabled": False})
+    handler = FastTextModelHandler(model_paths(config), batch_size=4)
+    models = handler.load_model()
+    rng = random.Random(1)
+    docs = [
+        dataclasses.replace(make_doc("human", " ".join(["the harbour that council ; however bridge."] * 10)), language="de"),
+        dataclasses.replace(make_doc("machine", " ".join(["the harbour which council , also bridge."] * 10)), language="de"),
+        dataclasses.replace(make_doc("english", _doc_text(rng, GOOD)), language="en"),
+    ]
+    scores = {d.doc_id: d.signals.get("mt_score") for d in handler.run_inference(docs, models)}
+    assert scores["machine"] > 0.8 > 0.2 > scores["human"] and scores["english"] is None
+
+
+def test_wmt_needs_a_language_and_kind_mt(tmp_path, capsys):
+    root = _wmt_tree(tmp_path / "txt", lines=20)
+    assert main(["train", "mt", "--wmt", str(root), "-o", str(tmp_path / "m.npz")]) == 2
+    assert "--wmt needs --language" in capsys.readouterr().err
+    assert main(["train", "llm", "--wmt", str(root), "--language", "en", "-o", str(tmp_path / "m.bin")]) == 2
+    assert "--wmt is for kind mt" in capsys.readouterr().err
+    assert main(["train", "mt", "--wmt", str(root), "--language", "ja", "-o", str(tmp_path / "m.npz")]) == 2
+    assert "no WMT files into or in 'ja'" in capsys.readouterr().err
+
+
+def test_fasttext_on_realistic_sizes_is_seeded_and_repeatable(tmp_path):
+    good, poor = _corpus(tmp_path, n=300)
+    args = parser().parse_args(["quality", "--positive", str(good), "--negative", f"{poor}@body", "-o", "x"])
+    examples = load_examples([str(good)], 1, 0) + load_examples([f"{poor}@body"], 0, 0)
+    a, b = train_fasttext(examples, args), train_fasttext(examples, args)
+    texts = [e.text for e in examples[:50]]
+    assert positive_probabilities(a, texts) == positive_probabilities(b, texts)

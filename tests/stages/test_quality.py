@@ -1,4 +1,5 @@
 import dataclasses
+from pathlib import Path
 from typing import Any, Mapping
 
 import apache_beam as beam
@@ -14,9 +15,10 @@ from mmcurate.filters.mt_page import NOTICE
 from mmcurate.pipeline.config import QualityConfig
 from mmcurate.stages.quality import (
     FastTextModelHandler,
+    FastTextModels,
     ScoreQuality,
-    default_model_path,
     model_paths,
+    mt_languages,
 )
 
 SCORES = {  # doc_id: (quality_score, mt_score, llm_score) the fake scorer gives
@@ -184,24 +186,76 @@ def test_rewrites_keep_the_earliest_capture_and_counters_stay_equal_to_rows():
     assert _counters(run) == {"kept": 2, f"rejected.{reasons.REWRITE_NEAR_DUPLICATE}": 1}
 
 
-def test_shipped_models_load_and_score_offline():
-    paths = model_paths(QualityConfig())
-    assert set(paths) == {"quality", "mt", "llm"}
-    for kind in paths:
-        assert default_model_path(kind).stat().st_size < 5_000_000
+# Real text of the shipped languages (first lines of Wikipedia-style prose written for
+# these tests), 10 sentences or more each as the models were trained on.
+SHIPPED_TEXTS = {
+    "en": PROSE,
+    "de": ("Der Hafen am Ende des Tals wurde im achtzehnten Jahrhundert gebaut. Damals handelte die Stadt mit Salz. "
+           "Die Boote brachten das Salz flussabwärts bis an die Küste. " * 4),
+    "zh": "这座港口建于十八世纪，当时小镇以盐业贸易为生。船只把盐沿河运到海边。" * 4,
+}
+
+
+def test_shipped_models_load_and_score_by_document_language():
+    config = QualityConfig()
+    paths = model_paths(config)
+    languages = mt_languages(config)
+    # one MT model per language the shipped data covers, at least these eight
+    assert {"zh", "de", "ru", "ja", "cs", "uk", "he", "en"} <= set(languages)
+    assert {k for k in paths if not k.startswith("mt:")} == {"quality", "llm"}
+    assert sorted(k.removeprefix("mt:") for k in paths if k.startswith("mt:")) == languages
+    for path in paths.values():
+        assert Path(path).stat().st_size < 5_000_000
     handler = FastTextModelHandler(paths, batch_size=8)
     models = handler.load_model()
-    docs = [make_doc("a", PROSE), make_doc("b", "Le port au bout de la vallée fut construit au XVIIIe siècle.")]
-    scored = list(handler.run_inference(docs, models))
-    for doc in scored:
-        for name in ("quality_score", "mt_score", "llm_score"):
-            assert 0.0 <= doc.signals[name] <= 1.0
-    assert list(handler.run_inference(docs, models)) == scored  # deterministic
+    docs = [dataclasses.replace(make_doc(lang, text), language=lang) for lang, text in SHIPPED_TEXTS.items()]
+    docs.append(dataclasses.replace(make_doc("pt", "O porto no fim do vale foi construído no século XVIII."), language="pt"))
+    docs.append(make_doc("unknown", PROSE))  # no language ID ran
+    scored = {doc.doc_id: doc for doc in handler.run_inference(docs, models)}
+    for doc_id in SHIPPED_TEXTS:
+        assert 0.0 <= scored[doc_id].signals["mt_score"] <= 1.0
+    # no model for Portuguese, no language at all: no mt_score (not a meaningless one)
+    assert "mt_score" not in scored["pt"].signals and "mt_score" not in scored["unknown"].signals
+    for doc in scored.values():
+        assert 0.0 <= doc.signals["quality_score"] <= 1.0 and 0.0 <= doc.signals["llm_score"] <= 1.0
+    assert {d.doc_id: d for d in handler.run_inference(docs, models)} == scored  # deterministic
+
+
+def test_mt_languages_follow_the_model_folder_and_config(tmp_path):
+    folder = tmp_path / "mt"
+    folder.mkdir()
+    for name in ("de.npz", "fr.bin"):
+        (folder / name).write_bytes(b"")
+    assert mt_languages(QualityConfig(mt={"model_dir": str(folder)})) == ["de", "fr"]
+    assert mt_languages(QualityConfig(mt={"model_dir": str(folder), "languages": ["fr"]})) == ["fr"]
+    assert mt_languages(QualityConfig(mt={"model_path": str(folder / "fr.bin"), "languages": ["fr", "it"]})) == ["fr", "it"]
+    assert mt_languages(QualityConfig(mt={"enabled": False})) == []
+    with pytest.raises(FileNotFoundError, match="no mt model for it"):
+        mt_languages(QualityConfig(mt={"model_dir": str(folder), "languages": ["it"]}))
+    with pytest.raises(ValueError, match="model_path needs quality.mt.languages"):
+        QualityConfig(mt={"model_path": str(folder / "fr.bin")})
+
+
+def test_mt_score_comes_from_the_model_of_the_document_language():
+    class Fixed:
+        def __init__(self, p):
+            self.p = p
+
+        def probabilities(self, texts):
+            return [self.p] * len(texts)
+
+    handler = FastTextModelHandler({}, batch_size=8)
+    models = FastTextModels({"mt:de": Fixed(0.25), "mt:en": Fixed(0.75)})
+    docs = [dataclasses.replace(make_doc(i, PROSE), language=lang) for i, lang in (("a", "de"), ("b", "en-GB"), ("c", "fr"))]
+    scores = {d.doc_id: d.signals.get("mt_score") for d in handler.run_inference(docs, models)}
+    assert scores == {"a": 0.25, "b": 0.75, "c": None}
 
 
 def test_missing_model_fails_before_the_pipeline_runs(tmp_path):
     with pytest.raises(FileNotFoundError, match="quality: mt model not found"):
-        ScoreQuality(QualityConfig(mt={"model_path": str(tmp_path / "none.bin")}))
+        ScoreQuality(QualityConfig(mt={"model_path": str(tmp_path / "none.bin"), "languages": ["en"]}))
+    with pytest.raises(FileNotFoundError, match="quality: mt model folder not found"):
+        ScoreQuality(QualityConfig(mt={"model_dir": str(tmp_path / "nowhere")}))
 
 
 @pytest.mark.slow
@@ -219,3 +273,14 @@ def test_real_sentence_embedder_loads_offline(monkeypatch):
     ]
     vectors = {doc_id: v for doc_id, _, v in handler.run_inference(docs, model)}
     assert vectors["a"] @ vectors["b"] > 0.8 > 0.2 > vectors["a"] @ vectors["c"]
+
+
+def test_run_manifest_lists_the_languages_that_get_an_mt_score():
+    from mmcurate.pipeline.config import Config
+    from mmcurate.pipeline.manifest import stage_funnel
+
+    config = Config(run={"stages": ["heuristics", "quality"]})
+    funnel = stage_funnel(config, {}, {"kept": 0})
+    assert funnel["quality"]["mt_languages"] == mt_languages(config.quality)
+    off = Config(run={"stages": ["heuristics", "quality"]}, quality={"mt": {"enabled": False}})
+    assert stage_funnel(off, {}, {"kept": 0})["quality"]["mt_languages"] == []
