@@ -78,8 +78,9 @@ def default_mt_dir() -> Path:
 
 def mt_model_paths(config: QualityMtConfig) -> dict[str, str]:
     """The MT model of each language the stage scores, by language code: the one
-    ``model_path`` for every language of ``languages``, else the ``LANG.bin`` files of
-    ``model_dir`` (the shipped folder by default), narrowed to ``languages`` if set."""
+    ``model_path`` for every language of ``languages``, else the ``LANG.npz`` (or
+    fastText ``LANG.bin``) files of ``model_dir`` (the shipped folder by default),
+    narrowed to ``languages`` if set."""
     if config.model_path:
         return {language: config.model_path for language in config.languages}
     folder = Path(config.model_dir) if config.model_dir else default_mt_dir()
