@@ -284,3 +284,17 @@ def test_run_manifest_lists_the_languages_that_get_an_mt_score():
     assert funnel["quality"]["mt_languages"] == mt_languages(config.quality)
     off = Config(run={"stages": ["heuristics", "quality"]}, quality={"mt": {"enabled": False}})
     assert stage_funnel(off, {}, {"kept": 0})["quality"]["mt_languages"] == []
+
+
+def test_preflight_checks_every_mt_model_before_a_run(tmp_path):
+    from mmcurate.pipeline.config import Config
+    from mmcurate.pipeline.preflight import PreflightError, check_files
+
+    check_files(Config(run={"stages": ["heuristics", "quality"]}))  # the shipped models pass
+    folder = tmp_path / "mt"
+    folder.mkdir()
+    (folder / "de.npz").write_bytes(b"not a zip archive")
+    with pytest.raises(PreflightError, match=r"quality.mt.model_dir \(de\): .*de.npz is not a .npz model"):
+        check_files(Config(run={"stages": ["heuristics", "quality"]}, quality={"mt": {"model_dir": str(folder)}}))
+    with pytest.raises(PreflightError, match="quality.mt.model_dir: quality: mt model folder not found"):
+        check_files(Config(run={"stages": ["heuristics", "quality"]}, quality={"mt": {"model_dir": str(tmp_path / "no")}}))
