@@ -680,37 +680,40 @@ def pairs_section(
 SOURCE_MIN_PAGES = 3  # domains with fewer pages read are left out of top/bottom
 
 
-def _index_languages(manifest: Mapping[str, Any]) -> dict[str, str]:
-    """pointer key -> first detected language, from the CC-index pointer files a run
-    read by ``run --index`` (when they have ``content_languages``)."""
-    from mmcurate.filters.sources import first_language, pointer_key
+# The pointer key of filters.sources.pointer_key (WARC base name ':' offset), in SQL.
+_POINTER_SQL = "regexp_replace({file}, '^.*/', '') || ':' || CAST({offset} AS VARCHAR)"
+# The host of a URL, lower case (no user, port, path).
+_HOST_SQL = r"lower(regexp_extract(url, '^[A-Za-z][A-Za-z0-9+.-]*://(?:[^@/?#]*@)?([^:/?#]*)', 1))"
 
+
+def _index_languages(con: duckdb.DuckDBPyConnection, manifest: Mapping[str, Any]) -> bool:
+    """Loads ``_source_languages(key, content_languages)`` from the CC-index pointer
+    files a run read by ``run --index`` (when they are readable and have
+    ``content_languages``); True when any row was loaded."""
     files = (manifest.get("index") or {}).get("files") or []
-    if not files:
-        return {}
-    out: dict[str, str] = {}
-    con = duckdb.connect()
-    try:
-        for pattern in files:
-            reader = "read_csv_auto" if pattern.lower().endswith((".csv", ".csv.gz", ".tsv")) else "read_parquet"
-            try:
-                rows = con.execute(
-                    f"SELECT warc_filename, warc_record_offset, content_languages FROM {reader}(?)", [pattern]
-                ).fetchall()
-            except duckdb.Error:
-                continue  # moved, remote, or without content_languages: languages stay unknown
-            for name, offset, langs in rows:
-                if name is not None and offset is not None:
-                    out[pointer_key(name, int(offset))] = first_language(langs)
-    finally:
-        con.close()
-    return out
+    selects = []
+    for pattern in files:
+        reader = "read_csv_auto" if pattern.lower().endswith((".csv", ".csv.gz", ".tsv")) else "read_parquet"
+        select = (
+            f"SELECT {_POINTER_SQL.format(file='warc_filename', offset='warc_record_offset')} AS key, content_languages "
+            f"FROM {reader}('{pattern.replace(chr(39), chr(39) * 2)}')"
+        )
+        try:
+            con.execute(f"{select} LIMIT 0")
+        except duckdb.Error:
+            continue  # moved, remote, or without content_languages: languages stay unknown
+        selects.append(select)
+    if not selects:
+        return False
+    con.execute(f"CREATE OR REPLACE TEMP TABLE _source_languages AS {' UNION ALL '.join(selects)}")
+    return con.execute("SELECT count(*) FROM _source_languages").fetchall()[0][0] > 0
 
 
 def source_yields(con: duckdb.DuckDBPyConnection, views: Sequence[str], manifest: Mapping[str, Any]) -> dict[str, Any]:
     """Per registered domain and per language: pages read, pages that became
-    documents with >= 1 image, images in them."""
-    from mmcurate.filters.sources import host_of, normalise_language, pointer_key, registered_domain
+    documents with >= 1 image, images in them. DuckDB groups the pages by host and
+    language; hosts become registered domains (Public Suffix List) here."""
+    from mmcurate.filters.sources import first_language, normalise_language, registered_domain
 
     parts = []
     if "documents" in views:
@@ -719,33 +722,38 @@ def source_yields(con: duckdb.DuckDBPyConnection, views: Sequence[str], manifest
         parts.append("SELECT url, warc_file, warc_offset, 0, NULL FROM decisions WHERE subject = 'page'")
     if not parts:
         return {"domains": [], "languages": [], "language_source": None}
-    by_index = _index_languages(manifest)
+    by_index = _index_languages(con, manifest)
+    pages = f"SELECT {_HOST_SQL} AS host, images, language, " + _POINTER_SQL.format(file="warc_file", offset="warc_offset")
+    pages += f" AS key FROM ({' UNION ALL '.join(parts)})"
+    if by_index:
+        # first() of the index rows of one pointer (a pointer listed twice is read once)
+        language = "(SELECT first(content_languages) FROM _source_languages s WHERE s.key = p.key)"
+    else:
+        language = "CASE WHEN images >= 1 THEN language END"
+    grouped = con.execute(
+        f"SELECT host, {language} AS lang, count(*), count(*) FILTER (WHERE images >= 1), sum(images) "
+        f"FROM ({pages}) p GROUP BY ALL"
+    ).fetchall()
     domains: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
     languages: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
-    hosts: dict[str, str] = {}
-    for url, warc_file, offset, images, language in con.execute(" UNION ALL ".join(parts)).fetchall():
-        host = host_of(url or "")
-        domain = hosts.get(host)
-        if domain is None:
-            domain = hosts[host] = registered_domain(host) or "(no host)"
-        success = int(images >= 1)
-        for table, key in ((domains, domain), (languages, None)):
-            if key is None:
-                if by_index:
-                    key = by_index.get(pointer_key(warc_file or "", offset if offset is not None else -1)) or "unknown"
-                elif success:
-                    key = normalise_language(language) or "unknown"
-                else:
-                    continue
+    for host, lang, n, successes, images in grouped:
+        counts = (n, successes, int(images or 0))
+        for table, key in (
+            (domains, (registered_domain(host) if host else "") or "(no host)"),
+            (languages, (first_language(lang) if by_index else normalise_language(lang)) or "unknown"),
+        ):
+            if table is languages and not by_index and not successes:
+                continue  # without the index, only documents have a language
             entry = table[key]
-            entry[0] += 1
-            entry[1] += success
-            entry[2] += images
+            for i, c in enumerate(counts if table is domains or by_index else (successes, successes, counts[2])):
+                entry[i] += c
+
     def rows(table: Mapping[str, list[int]]) -> list[dict[str, Any]]:
         return [
             {"key": k, "pages": n, "multimodal": s, "share": s / n if n else 0.0, "images_per_document": i / s if s else None}
             for k, (n, s, i) in table.items()
         ]
+
     return {
         "domains": rows(domains),
         "languages": sorted(rows(languages), key=lambda r: (-r["pages"], r["key"])),
