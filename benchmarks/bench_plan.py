@@ -157,7 +157,7 @@ def simulate(args, work: Path) -> list[dict]:
     uniform_order = list(range(len(rows)))
     random.Random(args.seed + 1).shuffle(uniform_order)
     overrides = [f"plan.languages={args.languages}"] if args.languages else []
-    overrides += [f"plan.max_domain_share={args.cap_share}"]
+    overrides += [f"plan.max_domain_share={args.cap_share}", *args.plan_set]
     config = load_config(None, overrides).plan
     runs: list[str] = []
     results = []
@@ -318,6 +318,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--cap-share", type=float, default=0.02, help="plan.max_domain_share")
     parser.add_argument("--languages", default="ja:0.1,de:0.15", help="plan.languages for the simulated rounds")
+    parser.add_argument("--plan-set", action="append", default=[], metavar="plan.KEY=VALUE",
+                        help="a plan config override for the simulated rounds, e.g. plan.probe_pages=0")
     parser.add_argument("--news", help="newspaper4k 0.9.6 tests/data folder (real news pages)")
     parser.add_argument("--real-budget", type=int, default=8)
     parser.add_argument("--real-cap", type=int, default=3)
