@@ -1,0 +1,155 @@
+"""``mmcurate export DIR --format webdataset|jsonl|parquet-embedded --output OUT``:
+a run's documents (or pairs, ``--table pairs``) with their image bytes joined in,
+as shards a trainer reads directly. A Beam pipeline (``pipeline/export_shards.py``),
+so it runs on the same runners and flags as ``mmcurate run``.
+
+``OUT`` gets ``NNNNN.tar|jsonl|parquet`` shards, a ``NNNNN_stats.json`` per shard and
+``export.json`` (the totals, written last). A rerun into the same ``OUT`` first
+removes the shards and stats an earlier export left there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections import Counter
+from typing import Any, Optional, Sequence, TextIO
+
+from mmcurate.pipeline import remote_output as ro
+from mmcurate.pipeline.export_shards import (
+    EXPORT_TABLES,
+    EXTENSIONS,
+    FORMATS,
+    STATS_SUFFIX,
+    ExportShards,
+    plan_shards,
+)
+
+log = logging.getLogger(__name__)
+
+SUMMARY = "export.json"
+DEFAULT_SHARD_SIZE = 1000
+
+
+class ExportError(ValueError):
+    """DIR is not a finished run's output, or an option is invalid."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mmcurate export",
+        description="Write a run's documents (or pairs) with their image bytes joined in, as shards a trainer "
+        "reads directly: WebDataset tar, JSON lines or Parquet with the images inline.",
+        epilog="examples:\n"
+        "  mmcurate export out --format webdataset --output shards/\n"
+        "  mmcurate export out --table pairs --format parquet-embedded --output pairs-shards/\n"
+        "  mmcurate export gs://b/curated --format webdataset --output gs://b/wds --runner-preset dataflow ...\n\n"
+        "Each shard NNNNN.EXT gets NNNNN_stats.json (rows, images embedded and missing, bytes, languages);\n"
+        "export.json holds the totals. Every flag not listed above goes to Beam's PipelineOptions.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("directory", metavar="DIR", help="a finished run's output directory (local, gs://, s3://, ...)")
+    parser.add_argument("--format", "-f", required=True, choices=FORMATS, help="shard format")
+    parser.add_argument("--output", "-o", required=True, metavar="OUT", help="directory for the shards (any Beam filesystem)")
+    parser.add_argument("--table", choices=EXPORT_TABLES, default="documents",
+                        help="documents (interleaved, default) or pairs (image-text pairs)")
+    parser.add_argument("--shard-size", type=int, default=DEFAULT_SHARD_SIZE, metavar="N",
+                        help=f"rows per shard at most, in whole Parquet row groups (default {DEFAULT_SHARD_SIZE})")
+    parser.add_argument("--runner-preset", help="Beam flags for a runner, as for mmcurate run")
+    parser.add_argument("--runner-opt", dest="runner_options", action="append", default=[], metavar="NAME=VALUE",
+                        help="a parameter of the runner preset (repeatable)")
+    return parser
+
+
+def _clear_previous(output: str) -> None:
+    """Removes the shards, stats and summary an earlier export wrote to ``output``."""
+    patterns = [f"[0-9]*.{ext}" for ext in EXTENSIONS.values()] + ["[0-9]*" + STATS_SUFFIX, SUMMARY]
+    ro.delete(sorted({path for pattern in patterns for path in ro.match(ro.join(output, pattern))}))
+
+
+def summarise(shard_stats: Sequence[dict[str, Any]], **fields: Any) -> dict[str, Any]:
+    """The totals over every shard's stats."""
+    languages: Counter[str] = Counter()
+    formats: Counter[str] = Counter()
+    totals = {k: 0 for k in ("rows", "images", "images_missing", "image_bytes", "text_chars", "bytes")}
+    for stats in shard_stats:
+        for key in totals:
+            totals[key] += stats[key]
+        languages.update(stats["languages"])
+        formats.update(stats["image_formats"])
+    return {
+        **fields,
+        "shards": len(shard_stats),
+        **totals,
+        "languages": dict(sorted(languages.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "image_formats": dict(sorted(formats.items())),
+        "files": [s["file"] for s in sorted(shard_stats, key=lambda s: s["shard"])],
+    }
+
+
+def export(
+    directory: str,
+    output: str,
+    fmt: str,
+    table: str = "documents",
+    shard_size: int = DEFAULT_SHARD_SIZE,
+    beam_args: Sequence[str] = (),
+) -> dict[str, Any]:
+    """Runs the export pipeline; returns the summary it wrote to ``OUT/export.json``."""
+    import apache_beam as beam
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    if shard_size < 1:
+        raise ExportError(f"--shard-size {shard_size}: must be at least 1")
+    manifest_path = ro.join(directory, ro.MANIFEST)
+    if not ro.exists(manifest_path):
+        raise ExportError(f"{directory} has no {ro.MANIFEST}: not the output directory of a finished mmcurate run")
+    manifest = ro.read_json(manifest_path)
+    files = ro.table_files(directory, table)
+    specs = plan_shards(files, shard_size)
+    image_files = ro.table_files(directory, "images")
+    if not ro.is_remote(output):
+        import os
+
+        os.makedirs(output, exist_ok=True)
+    _clear_previous(output)
+    options = PipelineOptions(list(beam_args))
+    with beam.Pipeline(options=options) as pipeline:
+        _ = pipeline | "Export" >> ExportShards(specs, image_files, output, fmt, table)
+    stats = [ro.read_json(p) for p in ro.match(ro.join(output, "[0-9]*" + STATS_SUFFIX))]
+    summary = summarise(
+        stats, source=directory, run_id=manifest.get("run_id"), table=table, format=fmt, shard_size=shard_size
+    )
+    ro.write_bytes(ro.join(output, SUMMARY), (json.dumps(summary, indent=2, ensure_ascii=False) + "\n").encode(),
+                   "application/json")
+    return summary
+
+
+def cmd_export(argv: Sequence[str], out: Optional[TextIO] = None) -> int:
+    from mmcurate.pipeline.cli import split_beam_args
+    from mmcurate.runners.presets import PresetError, parse_runner_options, preset_args
+
+    out = out or sys.stdout
+    parser = _parser()
+    if any(a in ("-h", "--help") for a in argv):
+        parser.print_help(out)
+        return 0
+    mine, beam_args = split_beam_args(list(argv), parser)
+    args = parser.parse_args(mine)
+    try:
+        if args.runner_options and not args.runner_preset:
+            raise PresetError("--runner-opt needs --runner-preset")
+        if args.runner_preset:
+            beam_args = preset_args(args.runner_preset, parse_runner_options(args.runner_options)) + beam_args
+        summary = export(args.directory, args.output, args.format, args.table, args.shard_size, beam_args)
+    except (ExportError, PresetError) as exc:
+        print(f"mmcurate export: {exc}", file=sys.stderr)
+        return 2
+    out.write(
+        f"{summary['shards']} {args.format} shard(s) in {args.output}: {summary['rows']} {args.table}, "
+        f"{summary['images']} images embedded ({summary['image_bytes']} bytes), "
+        f"{summary['images_missing']} without bytes; totals in {SUMMARY}\n"
+    )
+    return 0
