@@ -22,6 +22,7 @@ from typing import Any, Iterable, Optional, Sequence, TextIO
 import duckdb
 import pyarrow as pa
 
+from mmcurate.pipeline import remote_output
 from mmcurate.schemas.tables import SCHEMAS
 
 MANIFEST = "manifest.json"
@@ -219,7 +220,8 @@ def _parser() -> argparse.ArgumentParser:
         "  mmcurate inspect out --sql \"SELECT map_from_entries(signals)['quality_score'] AS q, url FROM documents ORDER BY q\"",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("directory", metavar="DIR", help="a run's output directory (local)")
+    parser.add_argument("directory", metavar="DIR", help="a run's output directory (local, or gs://, s3://, ... "
+                        "through Beam's filesystems: its tables are then copied to a temporary directory)")
     what = parser.add_mutually_exclusive_group()
     what.add_argument("--doc", metavar="ID", help="print a document as interleaved text with image markers")
     what.add_argument("--reason", metavar="CODE", help="list decision rows with this reason code (or exception type)")
@@ -233,7 +235,24 @@ def cmd_inspect(argv: Sequence[str], out: Optional[TextIO] = None) -> int:
     out = out or sys.stdout
     args = _parser().parse_args(list(argv))
     try:
-        con, views = connect(args.directory)
+        check_remote(args.directory)
+        with remote_output.local_copy(args.directory) as local:
+            return _inspect(args, local, out)
+    except OutputError as exc:
+        print(f"mmcurate inspect: {exc}", file=sys.stderr)
+        return 2
+
+
+def check_remote(directory: str) -> None:
+    """A remote ``directory`` must hold a finished run (checked before its tables are
+    copied, so that the message names the URL, not the temporary copy)."""
+    if remote_output.is_remote(directory) and not remote_output.exists(remote_output.join(directory, MANIFEST)):
+        raise OutputError(f"{directory} has no {MANIFEST}: not the output directory of a finished mmcurate run")
+
+
+def _inspect(args: argparse.Namespace, directory: str, out: TextIO) -> int:
+    con, views = connect(directory)
+    try:
         if args.sql:
             try:
                 out.write(run_sql(con, args.sql, args.width) + "\n")
@@ -256,10 +275,9 @@ def cmd_inspect(argv: Sequence[str], out: Optional[TextIO] = None) -> int:
                 return 1
             out.write(text + "\n")
         else:
-            out.write(format_summary(args.directory, con, views))
-    except OutputError as exc:
-        print(f"mmcurate inspect: {exc}", file=sys.stderr)
-        return 2
+            out.write(format_summary(directory, con, views))
+    finally:
+        con.close()
     return 0
 
 

@@ -29,7 +29,8 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 
 import duckdb
 
-from mmcurate.pipeline.inspect_cmd import OutputError, connect, load_manifest
+from mmcurate.pipeline import remote_output
+from mmcurate.pipeline.inspect_cmd import OutputError, check_remote, connect, load_manifest
 from mmcurate.pipeline.safety_summary import safety_html
 
 REPORT = "report.html"
@@ -856,8 +857,11 @@ def _summary(manifest: Mapping[str, Any], views: Sequence[str], con: duckdb.Duck
     return '<table class="summary">' + "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in rows) + "</table>"
 
 
-def render(directory: str, kept_sample: int = 8, rejected_per_reason: int = 3, max_chars: int = 1500) -> str:
-    """The report page for the run in ``directory``, as a string."""
+def render(
+    directory: str, kept_sample: int = 8, rejected_per_reason: int = 3, max_chars: int = 1500, source: str = ""
+) -> str:
+    """The report page for the run in ``directory``, as a string (``source``: the
+    directory to name on the page, when ``directory`` is a local copy of it)."""
     manifest = load_manifest(directory)
     con, views = connect(directory)
     try:
@@ -867,7 +871,7 @@ def render(directory: str, kept_sample: int = 8, rejected_per_reason: int = 3, m
         )
         dists = distributions(con, views, manifest)
         sections = [
-            f"<h1>mmcurate run report</h1><p>Output directory <code>{esc(os.path.abspath(directory))}</code></p>",
+            f"<h1>mmcurate run report</h1><p>Output directory <code>{esc(source or os.path.abspath(directory))}</code></p>",
             _summary(manifest, views, con),
             '<h2 id="funnel">Funnel</h2><p>Pages entering each stage, on one scale: the part kept (green), and a segment '
             "per reason code for what the stage removed (hover for counts). The table gives each reason's share of the "
@@ -907,13 +911,13 @@ def render(directory: str, kept_sample: int = 8, rejected_per_reason: int = 3, m
 
 
 def write_report(directory: str, **kwargs: Any) -> str:
-    """Writes ``directory/report.html`` and returns its path."""
-    page = render(directory, **kwargs)
-    path = os.path.join(directory, REPORT)
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(page)
-    os.replace(tmp, path)
+    """Writes ``directory/report.html`` (``directory`` local or on any Beam
+    filesystem) and returns its path."""
+    check_remote(directory)
+    with remote_output.local_copy(directory) as local:
+        page = render(local, source=directory if local != directory else "", **kwargs).encode("utf-8")
+    path = remote_output.join(directory, REPORT)
+    remote_output.write_bytes(path, page, "text/html")
     return path
 
 
@@ -923,17 +927,20 @@ def cmd_report(argv: Sequence[str]) -> int:
         description="Write DIR/report.html: one self-contained page (no network when viewed) with the funnel, signal "
         "distributions with thresholds, and samples of kept and rejected documents.",
     )
-    parser.add_argument("directory", metavar="DIR", help="a run's output directory (local)")
+    parser.add_argument("directory", metavar="DIR", help="a run's output directory (local, or gs://, s3://, ... "
+                        "through Beam's filesystems)")
     parser.add_argument("--kept", type=int, default=8, help="kept documents to show (default 8)")
     parser.add_argument("--per-reason", type=int, default=3, help="rejected pages to show per reason (default 3)")
     parser.add_argument("--max-chars", type=int, default=1500, help="text characters shown per kept document (default 1500)")
     args = parser.parse_args(list(argv))
     try:
-        path = write_report(args.directory, kept_sample=args.kept, rejected_per_reason=args.per_reason, max_chars=args.max_chars)
+        path = write_report(
+            args.directory, kept_sample=args.kept, rejected_per_reason=args.per_reason, max_chars=args.max_chars
+        )
     except OutputError as exc:
         print(f"mmcurate report: {exc}", file=sys.stderr)
         return 2
-    size = os.path.getsize(path)
+    size = remote_output.size(path)
     print(f"report: {path} ({size / 1024:.0f} KiB)")
     return 0
 
