@@ -13,7 +13,14 @@ import sys
 from typing import Sequence
 
 from mmcurate import __version__
-from mmcurate.pipeline.config import FILTER_STAGES, IMPLEMENTED_FILTER_STAGES, STAGE_NAMES, ConfigError, load_config
+from mmcurate.pipeline.config import (
+    IMPLEMENTED_FILTER_STAGES,
+    OPT_IN_STAGES,
+    STAGE_NAMES,
+    ConfigError,
+    RunConfig,
+    load_config,
+)
 from mmcurate.runners.presets import PRESETS, PresetError, describe, parse_runner_options, preset_args
 
 log = logging.getLogger("mmcurate")
@@ -118,7 +125,9 @@ def _run_parser() -> argparse.ArgumentParser:
         "(local paths, gs://, s3://, ...); quote globs so Beam expands them",
     )
     parser.add_argument("--output", "-o", required=True, metavar="DIR", help="output directory (replaced cleanly on rerun)")
-    parser.add_argument("--config", "-c", metavar="FILE", help="config file, YAML or TOML, a section per stage")
+    parser.add_argument("--config", "-c", metavar="FILE", help="config file, YAML or TOML, a section per stage "
+                        "(default: none, the built-in defaults; `mmcurate config --defaults` prints them, "
+                        "examples/ has ready ones)")
     parser.add_argument(
         "--set",
         dest="overrides",
@@ -130,8 +139,9 @@ def _run_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--stages",
         metavar="NAMES",
-        help=f"comma-separated filtering stages to run (default: all available: {','.join(IMPLEMENTED_FILTER_STAGES)}; "
-        f"contract names: {','.join(FILTER_STAGES)})",
+        help=f"comma-separated filtering stages to run (default: run.stages of the config, "
+        f"{','.join(RunConfig().stages)}; available: {','.join(IMPLEMENTED_FILTER_STAGES)}, of which "
+        f"{','.join(OPT_IN_STAGES)} run only when named)",
     )
     parser.add_argument(
         "--index",
@@ -148,7 +158,8 @@ def _run_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--runner-preset",
         choices=sorted(PRESETS),
-        help="Beam flags for a runner (see 'runner presets' below); explicit Beam flags override the preset's",
+        help="Beam flags for a runner (see 'runner presets' below); explicit Beam flags override the preset's "
+        "(default: none, Beam's DirectRunner with its own defaults: one worker, in memory)",
     )
     parser.add_argument(
         "--runner-opt",
@@ -266,7 +277,23 @@ def cmd_plan(argv: Sequence[str]) -> int:
     return plan(argv)
 
 
-COMMANDS = {"run": cmd_run, "train": cmd_train, "report": cmd_report, "inspect": cmd_inspect, "plan": cmd_plan}
+def cmd_export(argv: Sequence[str]) -> int:
+    _configure_logging(quiet=True, verbose=any(a in ("-v", "--verbose") for a in argv))
+    from mmcurate.pipeline.export import cmd_export as export_shards
+
+    return export_shards(argv)
+
+
+def cmd_config(argv: Sequence[str]) -> int:
+    from mmcurate.pipeline.config_doc import cmd_config as config_command
+
+    return config_command(argv)
+
+
+COMMANDS = {
+    "run": cmd_run, "train": cmd_train, "report": cmd_report, "inspect": cmd_inspect, "plan": cmd_plan,
+    "export": cmd_export, "config": cmd_config,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -276,7 +303,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Curate interleaved image-text pretraining data from WARC files with Apache Beam.",
     )
     top.add_argument("--version", action="version", version=f"mmcurate {__version__}")
-    top.add_argument("command", choices=sorted(COMMANDS), help="run: curate WARC files (see mmcurate run --help); train: train a quality-stage classifier (mmcurate train --help); report: write DIR/report.html; inspect: documents, decisions or SQL over a run's tables; plan: choose the next CC-index records to read from what runs yielded per source (mmcurate plan --help)")
+    top.add_argument("command", choices=sorted(COMMANDS), help="run: curate WARC files (see mmcurate run --help); train: train a quality-stage classifier (mmcurate train --help); report: write DIR/report.html; inspect: documents, decisions or SQL over a run's tables; plan: choose the next CC-index records to read from what runs yielded per source (mmcurate plan --help); export: documents or pairs with image bytes as WebDataset/JSONL/Parquet shards; config: the default config as commented YAML (--defaults)")
     if not argv or argv[0] not in COMMANDS:
         top.parse_args(argv)  # prints help, version or the error
         return 2

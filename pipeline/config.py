@@ -50,6 +50,7 @@ class ReadConfig(_Section):
     max_payload_bytes: int = Field(default=20 * 1024 * 1024, gt=0)
     # Keep image/* payloads aside for image retrieval.
     keep_images: bool = True
+    # An image/* payload larger than this is not kept aside for retrieval.
     max_image_bytes: int = Field(default=10 * 1024 * 1024, gt=0)
     # Reshuffle after reading so that extraction spreads across workers.
     reshuffle: bool = True
@@ -66,6 +67,7 @@ class ExtractConfig(_Section):
     timeout_seconds: float = Field(default=20.0, ge=0)
     # trafilatura's precision/recall trade-off: "precision", "recall" or "balanced".
     mode: Literal["precision", "recall", "balanced"] = "balanced"
+    # Keep the text of tables in the main content (trafilatura's include_tables).
     include_tables: bool = True
     # Fill images trafilatura dropped from the main content back in, by DOM position.
     recover_images: bool = True
@@ -73,6 +75,7 @@ class ExtractConfig(_Section):
     # recovered when at most this much unextracted text (characters, whitespace
     # not counted) separates it from that block, inside the blocks' common ancestor.
     recover_lead_chars: int = Field(default=200, ge=0)
+    # The same bound after the last extracted block (0: images after the text are not recovered).
     recover_trail_chars: int = Field(default=0, ge=0)
     # Page metadata by trafilatura (author, date, sitename, description, ...) in
     # Document.metadata. Off by default: its date search adds 25-50% to extraction.
@@ -106,6 +109,7 @@ class UrlConfig(_Section):
 class NodesConfig(_Section):
     """Node-level cleanup before the document rules (filters/nodes.py)."""
 
+    # Run node-level cleanup (false keeps every node).
     enabled: bool = True
     # A text node matching a boilerplate pattern (cookie banner, share line, "read
     # more", breadcrumb, copyright line) is removed when it has at most this many words.
@@ -119,28 +123,43 @@ class NodesConfig(_Section):
         "logo", "icon", "favicon", "avatar", "gravatar", "spacer", "pixel", "blank",
         "tracking", "button", "badge", "sprite", "emoji", "plugin", "widget",
     )
+    # Remove the second and later occurrences of one image URL in a document.
     remove_repeated_images: bool = True
     # OBELICS node-level cutoffs (config_filter_web_documents.yaml): special characters
     # 0.3, 10-character repetition 0.1, 5-word repetition 0.1.
     max_special_character_ratio: float = Field(default=0.3, ge=0, le=1)
+    # n of the character n-grams counted for max_character_repetition_ratio.
     character_repetition_length: int = Field(default=10, gt=0)
+    # A text node whose repeated character n-grams exceed this share is removed.
     max_character_repetition_ratio: float = Field(default=0.1, ge=0, le=1)
+    # n of the word n-grams counted for max_word_repetition_ratio.
     word_repetition_length: int = Field(default=5, gt=0)
+    # A text node whose repeated word n-grams exceed this share is removed.
     max_word_repetition_ratio: float = Field(default=0.1, ge=0, le=1)
 
 
 class GopherQualityConfig(_Section):
     """Gopher quality rules; defaults from Rae et al. 2021, appendix A.1.1."""
 
+    # Run the Gopher quality rules (gopher.*).
     enabled: bool = True
+    # Fewer words: gopher.too_few_words.
     min_words: int = Field(default=50, ge=0)
+    # More words: gopher.too_many_words.
     max_words: int = Field(default=100_000, gt=0)
+    # Mean word length below this (characters): gopher.short_mean_word_length.
     min_mean_word_length: float = Field(default=3.0, ge=0)
+    # Mean word length above this: gopher.long_mean_word_length.
     max_mean_word_length: float = Field(default=10.0, gt=0)
+    # Hash and ellipsis symbols per word above this: gopher.symbol_word_ratio.
     max_symbol_word_ratio: float = Field(default=0.1, ge=0)
+    # Share of lines starting with a bullet above this: gopher.bullet_lines.
     max_bullet_lines_ratio: float = Field(default=0.9, ge=0, le=1)
+    # Share of lines ending in an ellipsis above this: gopher.ellipsis_lines.
     max_ellipsis_lines_ratio: float = Field(default=0.3, ge=0, le=1)
+    # Share of words with an alphabetic character below this: gopher.alphabetic_words.
     min_alphabetic_word_ratio: float = Field(default=0.8, ge=0, le=1)
+    # Fewer distinct stop words (of the document's language) than this: gopher.stop_words.
     min_stop_words: int = Field(default=2, ge=0)
     # Stop words by language; the rule applies only to documents in these languages.
     stop_words: dict[str, tuple[str, ...]] = {"en": ("the", "be", "to", "of", "and", "that", "have", "with")}
@@ -149,10 +168,15 @@ class GopherQualityConfig(_Section):
 class GopherRepetitionConfig(_Section):
     """Gopher repetition rules; defaults from Rae et al. 2021, table A1."""
 
+    # Run the Gopher repetition rules (gopher.duplicate_*, gopher.top_ngram_chars).
     enabled: bool = True
+    # Share of lines that are duplicates above this: gopher.duplicate_lines.
     max_duplicate_line_fraction: float = Field(default=0.30, ge=0, le=1)
+    # Share of paragraphs that are duplicates above this: gopher.duplicate_paragraphs.
     max_duplicate_paragraph_fraction: float = Field(default=0.30, ge=0, le=1)
+    # Share of characters in duplicate lines above this: gopher.duplicate_line_chars.
     max_duplicate_line_char_fraction: float = Field(default=0.20, ge=0, le=1)
+    # Share of characters in duplicate paragraphs above this: gopher.duplicate_paragraph_chars.
     max_duplicate_paragraph_char_fraction: float = Field(default=0.20, ge=0, le=1)
     # n -> maximum character fraction of the most frequent n-gram (n = 2..4).
     max_top_ngram_char_fraction: dict[int, float] = {2: 0.20, 3: 0.18, 4: 0.16}
@@ -177,38 +201,56 @@ class C4Config(_Section):
     # policy/cookie phrase. As page rules: reject when such lines hold at least this
     # share of the words; 1.0 (the default) rejects the page C4 would empty.
     max_no_terminal_punctuation_fraction: float = Field(default=1.0, ge=0, le=1)
+    # Share of words on lines mentioning javascript at or above this: c4.javascript_lines.
     max_javascript_fraction: float = Field(default=1.0, ge=0, le=1)
+    # Share of words on policy/cookie lines at or above this: c4.policy_lines.
     max_policy_fraction: float = Field(default=1.0, ge=0, le=1)
     # C4 drops any page with "lorem ipsum" or a curly bracket.
     reject_lorem_ipsum: bool = True
+    # Reject a page with a curly bracket: c4.curly_bracket.
     reject_curly_bracket: bool = True
 
 
 class FineWebConfig(_Section):
     """FineWeb's own rules (Penedo et al. 2024, section 3.5; datatrove FineWebQualityFilter)."""
 
+    # Run FineWeb's rules (fineweb.*).
     enabled: bool = True
+    # Share of lines ending in punctuation below this: fineweb.line_punctuation.
     min_line_punctuation_ratio: float = Field(default=0.12, ge=0, le=1)
+    # A line of at most this many characters is short.
     short_line_chars: int = Field(default=30, ge=0)
+    # Share of short lines above this: fineweb.short_lines.
     max_short_line_ratio: float = Field(default=0.67, ge=0, le=1)
+    # Share of characters in duplicate lines above this: fineweb.duplicate_line_chars.
     max_duplicate_line_char_ratio: float = Field(default=0.01, ge=0, le=1)
+    # Newlines per word above this: fineweb.list_like.
     max_newline_word_ratio: float = Field(default=0.3, ge=0)
 
 
 class ObelicsConfig(_Section):
     """OBELICS document-level rules (Laurençon et al. 2023; config_filter_web_documents.yaml)."""
 
+    # Run OBELICS's document rules (obelics.*).
     enabled: bool = True
+    # More images than this: obelics.too_many_images.
     max_images: int = Field(default=30, ge=0)
+    # Fewer words: obelics.too_few_words.
     min_words: int = Field(default=10, ge=0)
+    # More words: obelics.too_many_words.
     max_words: int = Field(default=2000, gt=0)
     # Images per word; OBELICS publishes no ratio. mmcurate's default asks for at
     # least 10 words per image.
     max_image_word_ratio: float = Field(default=0.1, ge=0)
+    # Share of special characters above this: obelics.special_characters.
     max_special_character_ratio: float = Field(default=0.275, ge=0, le=1)
+    # n of the character n-grams for max_character_repetition_ratio.
     character_repetition_length: int = Field(default=10, gt=0)
+    # Share of repeated character n-grams above this: obelics.character_repetition.
     max_character_repetition_ratio: float = Field(default=0.1, ge=0, le=1)
+    # n of the word n-grams for max_word_repetition_ratio.
     word_repetition_length: int = Field(default=5, gt=0)
+    # Share of repeated word n-grams above this: obelics.word_repetition.
     max_word_repetition_ratio: float = Field(default=0.2, ge=0, le=1)
 
 
@@ -234,6 +276,7 @@ class FlaggedWordsConfig(_Section):
 
 
 class HeuristicsConfig(_Section):
+    # Fewer words of main text than this: content.too_few_words (Gopher's lower bound; CJK counted per character).
     min_words: int = Field(default=50, ge=0)
     # Interleaved documents need at least one image by default (OBELICS's lower
     # bound); 0 keeps text-only pages.
@@ -277,8 +320,11 @@ class DedupConfig(_Section):
     # threshold of 0.8 with 128 permutations; the S-curve midpoint is 0.819
     # (logged at pipeline construction, and the `threshold` of each row).
     num_perm: int = Field(default=128, ge=1)
+    # LSH bands (see num_perm); bands * rows must not exceed num_perm.
     bands: int = Field(default=9, ge=1)
+    # Rows (signature values) per LSH band.
     rows: int = Field(default=13, ge=1)
+    # Seed of the MinHash permutations (same seed, same signatures).
     seed: int = 1
     # "sha1": signatures bit-identical to datasketch; "crc32": ~3x faster hashing.
     shingle_hash: Literal["sha1", "crc32"] = "sha1"
@@ -286,6 +332,7 @@ class DedupConfig(_Section):
     # drop pairs below verify_threshold (removes LSH false positives; costs two
     # shuffles of the shingle hashes).
     verify: bool = False
+    # True Jaccard a candidate pair needs when verify is on.
     verify_threshold: float = Field(default=0.8, gt=0, le=1)
     # Rounds of large-star/small-star connected components (2 shuffles each). A
     # chain of n documents needs about log2(n) rounds; what has not converged after
@@ -295,6 +342,7 @@ class DedupConfig(_Section):
     # `quality_signal` (documents without it come after); "earliest"/"latest": WARC
     # date; "longest": most words. The smallest doc_id breaks remaining ties.
     survivor: tuple[SurvivorCriterion, ...] = ("quality", "earliest")
+    # The document signal the "quality" survivor criterion compares.
     quality_signal: str = "quality_score"
 
     @field_validator("rows")
@@ -317,6 +365,7 @@ class ImagesConfig(_Section):
     user_agent: str = "mmcurate/0.1 (image-text corpus curation; honours robots.txt and X-Robots-Tag noai)"
     # The product token matched against robots.txt groups and X-Robots-Tag prefixes.
     robots_token: str = "mmcurate"
+    # Honour robots.txt and the X-Robots-Tag opt-out directives below.
     respect_robots: bool = True
     # X-Robots-Tag directives that exclude an image, checked before its body is read:
     # img2dataset's default --disallowed_header_directives.
@@ -324,6 +373,7 @@ class ImagesConfig(_Section):
     concurrency: int = Field(default=64, gt=0)  # requests in flight per worker
     per_host_concurrency: int = Field(default=4, gt=0)  # requests in flight per host per worker
     batch_size: int = Field(default=256, gt=0)  # URLs one DoFn call fetches concurrently
+    # Seconds to open a connection.
     connect_timeout: float = Field(default=5.0, gt=0)
     read_timeout: float = Field(default=10.0, gt=0)  # between two reads of the socket
     deadline_seconds: float = Field(default=30.0, gt=0)  # per image: redirects, retries and body
@@ -331,6 +381,7 @@ class ImagesConfig(_Section):
     max_redirects: int = Field(default=5, ge=0)  # RFC 9309 asks robots.txt readers for at least 5
     retries: int = Field(default=2, ge=0)  # extra attempts after a 429 or 5xx only
     backoff_seconds: float = Field(default=0.5, ge=0)  # doubled after each retry
+    # How long a resolved host address is reused.
     dns_cache_seconds: float = Field(default=300.0, ge=0)
     # Addresses that are never fetched unless listed here (CIDR): loopback, private,
     # link-local, multicast, reserved and unspecified (SSRF guard, after each redirect).
@@ -348,8 +399,11 @@ class ImagesConfig(_Section):
     # between 150 and 20,000 px and whose aspect ratio is at most 2; MMC4 (Zhu et al.
     # 2023) also uses 150 px and an aspect ratio within 0.5-2.
     min_side: int = Field(default=150, ge=1)
+    # Longest side allowed, px (OBELICS: 20,000): image.too_large.
     max_side: int = Field(default=20_000, ge=1)
+    # Longer side / shorter side allowed (OBELICS, MMC4: 2): image.aspect_ratio.
     max_aspect_ratio: float = Field(default=2.0, ge=1.0)
+    # Decoded formats accepted (Pillow names); others: image.format_not_allowed.
     formats: tuple[str, ...] = ("JPEG", "PNG", "WEBP", "GIF")
     # Multi-frame images (animated GIF/PNG/WebP): "first_frame" stores the first frame
     # re-encoded as PNG, "keep" stores the original bytes, "reject" drops them.
@@ -364,6 +418,7 @@ class ImagesConfig(_Section):
     quality: int = Field(default=90, ge=1, le=100)  # JPEG/WebP quality when re-encoding
     # The images table holds the bytes, or a path under image_dir (any Beam filesystem).
     store: Literal["bytes", "path"] = "bytes"
+    # With store=path: the directory (local, gs://, s3://) image files are written to.
     image_dir: str = ""
 
     # -- corpus-wide dedup ------------------------------------------------------------
@@ -410,6 +465,7 @@ class ImagesConfig(_Section):
 class QualityMtConfig(_Section):
     """Machine-translated text (filters/implicit.py, filters/mt_page.py)."""
 
+    # Score (and with min/max settings, reject) machine-translated text.
     enabled: bool = True
     # A folder of fastText MT-vs-human models, one per language, named LANG.bin
     # (en.bin, de.bin, ...); empty: the shipped pipeline/models/mt/. A document is
@@ -461,6 +517,7 @@ class QualityMtConfig(_Section):
 class QualityLlmConfig(_Section):
     """Text written by weak models (filters/implicit.py)."""
 
+    # Score (and with its thresholds, reject) text written by weak models.
     enabled: bool = True
     # fastText model-vs-human model; empty: the shipped pipeline/models/llm.bin.
     model_path: str = ""
@@ -470,7 +527,9 @@ class QualityLlmConfig(_Section):
     min_template_phrases: int = Field(default=1, ge=1)
     # Site-level aggregation: mean llm_score per host (a Beam shuffle by host).
     site: bool = False
+    # With site on: reject a host's documents when its mean llm_score is above this.
     site_max_score: float = Field(default=0.5, ge=0, le=1)
+    # With site on: hosts with fewer documents than this are not judged.
     site_min_docs: int = Field(default=5, ge=1)
 
 
@@ -494,8 +553,11 @@ class QualityRewriteConfig(_Section):
     # 0.96 (0.9: 0.999; 0.5: 0.41), then the true cosine decides. Buckets grow with
     # the corpus: raise rows for corpora of millions.
     bands: int = Field(default=30, ge=1)
+    # Rows per LSH band of the embedding sign bits.
     rows: int = Field(default=10, ge=1, le=64)
+    # Seed of the random hyperplanes.
     seed: int = 0
+    # Documents per embedding batch.
     batch_size: int = Field(default=32, gt=0)
 
 
@@ -518,22 +580,27 @@ class JudgeConfig(_Section):
     """``scoring.judge``: an optional VLM judge (stages/judge.py): an OpenAI-compatible
     chat completions endpoint rates each document the CLIP step kept."""
 
+    # Ask the VLM judge about each document CLIP kept.
     enabled: bool = False
     # Base URL of the API, e.g. http://localhost:8000/v1 (vLLM, SGLang) or a hosted API.
     endpoint: str = ""
+    # Model name the endpoint serves.
     model: str = ""
     # Name of an environment variable holding the API key (sent as a Bearer token).
     api_key_env: str = ""
     # The rubric prompt: a file name under mmcurate/filters/data/ or a path.
     prompt: str = "judge_rubric_v1.txt"
     concurrency: int = Field(default=8, gt=0)  # requests in flight per worker
+    # Seconds one request may take.
     timeout_seconds: float = Field(default=60.0, gt=0)
     retries: int = Field(default=3, ge=0)  # after 429, 5xx, timeouts and connection errors
     backoff_seconds: float = Field(default=1.0, ge=0)  # doubled after each retry
     batch_size: int = Field(default=16, gt=0)  # documents per DoFn call (sent concurrently)
     max_images: int = Field(default=4, ge=0)  # images sent per document
     image_max_side: int = Field(default=512, gt=0)  # images are downscaled to this
+    # Characters of document text sent.
     max_text_chars: int = Field(default=6000, gt=0)
+    # Most tokens the judge may answer with.
     max_tokens: int = Field(default=300, gt=0)
     # Reject documents scored below this (the rubric's scale is 1-5); 0 never rejects.
     min_score: float = Field(default=0.0, ge=0, le=5)
@@ -600,6 +667,7 @@ class ScoringConfig(_Section):
     checkpoint: str = ""
     # sha256 of the checkpoint file; checked before loading when given.
     checkpoint_sha256: str = ""
+    # Where CLIP runs: cpu or cuda.
     device: Literal["cpu", "cuda"] = "cpu"
     # Beam's accelerator resource hint on the model transforms when device=cuda, in
     # Dataflow's syntax; the dataflow runner preset's gpu= replaces it
@@ -621,6 +689,7 @@ class ScoringConfig(_Section):
     share_threshold: float = Field(default=0.28, ge=-1, le=1)
     # Document rules on the aggregates; 0 (default) measures without rejecting.
     min_mean_similarity: float = Field(default=0.0, ge=-1, le=1)
+    # Share of a document's images at or above share_threshold that it needs (0: no rule).
     min_share_above: float = Field(default=0.0, ge=0, le=1)
     # A document left with no image after removal: "reject" it, or keep it as text.
     no_images: Literal["reject", "keep_text_only"] = "reject"
@@ -670,8 +739,11 @@ class RecycleConfig(_Section):
     # longer texts are not captions but paragraphs. Words by count_words (CJK by
     # characters).
     min_words: int = Field(default=1, ge=1)
+    # Longest caption in words (see min_words).
     max_words: int = Field(default=50, ge=1)
+    # Shortest caption in characters (LAION-400M: 5).
     min_chars: int = Field(default=5, ge=1)
+    # Longest caption in characters.
     max_chars: int = Field(default=500, ge=1)
     # Captions that are nothing but these words (case-insensitive) are generic.
     generic_words: tuple[str, ...] = (
@@ -682,6 +754,7 @@ class RecycleConfig(_Section):
     # Caption language by the heuristics stage's fastText model: codes to keep (empty:
     # any) and the minimum probability of the top language (0: no check).
     languages: tuple[str, ...] = ()
+    # Minimum probability of the caption's top language (0: no check).
     min_language_score: float = Field(default=0.0, ge=0, le=1)
     # Kept documents emit pairs too (marked source_kept = true).
     from_kept: bool = False
@@ -742,7 +815,9 @@ class SafetyConfig(_Section):
 class WriteConfig(_Section):
     # 0 lets the runner choose the number of shards per table.
     num_shards: int = Field(default=0, ge=0)
+    # Rows per Parquet row group.
     row_group_size: int = Field(default=1000, gt=0)
+    # Parquet compression codec.
     compression: Literal["zstd", "snappy", "gzip", "none"] = "zstd"
 
 
