@@ -145,6 +145,19 @@ def funnel_svg(manifest: Mapping[str, Any]) -> str:
     return "".join(parts)
 
 
+def funnel_legend_html(manifest: Mapping[str, Any]) -> str:
+    """What each colour of the funnel means: kept, each reason code (the colour of
+    its segment and of its swatch in the table), errors."""
+    entries = [("kept", KEPT_COLOUR, "kept by the stage")]
+    entries += [(reason, colour, "rejected: " + reason) for reason, colour in reason_colours(funnel_rows(manifest)).items()]
+    entries.append(("error", ERROR_COLOUR, "failed with an exception (error rows)"))
+    return "".join(
+        f'<span class="key" data-key="{esc(key)}"><span class="swatch" style="background:{colour}"></span>'
+        f"{esc(text)}</span>"
+        for key, colour, text in entries
+    )
+
+
 def funnel_table(manifest: Mapping[str, Any]) -> str:
     rows = funnel_rows(manifest)
     colours = reason_colours(rows)
@@ -190,6 +203,8 @@ class Distribution:
     thresholds: list[tuple[float, str]] = field(default_factory=list)
     note: str = ""
     integer: bool = False
+    # What one counted item is (the y axis counts them); the x axis is the title's measure.
+    unit: str = "pages"
 
 
 def _nice_bins(lo: float, hi: float, n: int, integer: bool) -> list[float]:
@@ -202,6 +217,24 @@ def _nice_bins(lo: float, hi: float, n: int, integer: bool) -> list[float]:
         n = int(math.ceil((hi - lo) / step)) + (1 if (hi - lo) % step == 0 else 0)
         n = max(n, 1)
     return [lo + i * step for i in range(n + 1)]
+
+
+def nice_ticks(lo: float, hi: float, n: int = 5, integer: bool = False) -> list[float]:
+    """About ``n`` round tick values (1, 2 or 5 times a power of ten apart) within [lo, hi]."""
+    if hi <= lo:
+        return [lo]
+    raw = (hi - lo) / max(1, n - 1)
+    power = 10 ** math.floor(math.log10(raw))
+    step = min((m * power for m in (1, 2, 5, 10)), key=lambda candidate: abs(candidate - raw))
+    if integer:
+        step = max(1.0, round(step))
+    first = math.ceil(lo / step - 1e-9) * step
+    ticks = []
+    value = first
+    while value <= hi + step * 1e-9:
+        ticks.append(round(value, 12))
+        value += step
+    return ticks
 
 
 def _fmt(v: float) -> str:
@@ -238,21 +271,35 @@ def histogram_svg(dist: Distribution, plot_id: str, bins: int = 30) -> str:
     for v in dist.rejected:
         rej_counts[bucket(v)] += 1
     peak = max(1, max(k + r for k, r in zip(kept_counts, rej_counts)))
-    left, right, top, plot_h = 44, 12, 10, 150
+    left, right, top, plot_h = 58, 16, 10, 150
     plot_w = 400
-    width, height = left + plot_w + right, top + plot_h + 40 + 14 * len(drawn)
+    below = 46  # x tick labels and the x axis title
+    width, height = left + plot_w + right, top + plot_h + below + 14 * len(drawn)
     x_of = lambda v: left + (v - edges[0]) / (edges[-1] - edges[0]) * plot_w  # noqa: E731
     bar_w = plot_w / n_bins
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" id="{plot_id}" class="plot hist" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" role="img" aria-label="{esc(dist.title)}">',
+        f'viewBox="0 0 {width} {height}" role="img">',
         f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" class="axisline"/>',
         f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" class="axisline"/>',
-        f'<text x="{left - 4}" y="{top + 8}" text-anchor="end" class="axis">{peak}</text>',
-        f'<text x="{left - 4}" y="{top + plot_h}" text-anchor="end" class="axis">0</text>',
-        f'<text x="{left}" y="{top + plot_h + 14}" class="axis">{_fmt(edges[0])}</text>',
-        f'<text x="{left + plot_w}" y="{top + plot_h + 14}" text-anchor="end" class="axis">{_fmt(edges[-1])}</text>',
     ]
+    # Ticks: counts on the y axis, the measure on the x axis; then both axis titles.
+    for count in nice_ticks(0, peak, 4, integer=True):
+        y = top + plot_h - count / peak * plot_h
+        parts.append(f'<line x1="{left - 4}" y1="{y:.2f}" x2="{left}" y2="{y:.2f}" class="axisline tick"/>')
+        parts.append(f'<text x="{left - 6}" y="{y + 4:.2f}" text-anchor="end" class="axis ytick">{_fmt(count)}</text>')
+    for value in nice_ticks(edges[0], edges[-1], 6, integer=dist.integer):
+        x = x_of(value)
+        parts.append(f'<line x1="{x:.2f}" y1="{top + plot_h}" x2="{x:.2f}" y2="{top + plot_h + 4}" class="axisline tick"/>')
+        parts.append(f'<text x="{x:.2f}" y="{top + plot_h + 15}" text-anchor="middle" class="axis xtick">{_fmt(value)}</text>')
+    parts.append(
+        f'<text x="{left + plot_w / 2:.1f}" y="{top + plot_h + 32}" text-anchor="middle" class="axistitle xtitle">'
+        f"{esc(dist.title)}</text>"
+    )
+    parts.append(
+        f'<text x="14" y="{top + plot_h / 2:.1f}" text-anchor="middle" class="axistitle ytitle" '
+        f'transform="rotate(-90 14 {top + plot_h / 2:.1f})">{esc(dist.unit)}</text>'
+    )
     for i in range(n_bins):
         x = left + i * bar_w
         hk = kept_counts[i] / peak * plot_h
@@ -275,10 +322,10 @@ def histogram_svg(dist: Distribution, plot_id: str, bins: int = 30) -> str:
             f'stroke-dasharray="4 3" stroke-width="1.5"><title>{esc(label)} = {_fmt(value)}</title></line>'
         )
         parts.append(
-            f'<text x="{left}" y="{top + plot_h + 30 + 14 * j}" class="thr">┆ {esc(label)} = {_fmt(value)}</text>'
+            f'<text x="{left}" y="{top + plot_h + below + 14 * j}" class="thr">┆ {esc(label)} = {_fmt(value)}</text>'
         )
     parts.append("</svg>")
-    caption = [f"{len(dist.kept)} kept, {len(dist.rejected)} rejected"]
+    caption = [f"{len(dist.kept)} kept, {len(dist.rejected)} rejected {esc(dist.unit)}"]
     if beyond:
         caption.append("beyond the plot: " + ", ".join(f"{esc(l)} = {_fmt(v)}" for v, l in beyond))
     if dist.note:
@@ -429,14 +476,14 @@ def distributions(con: duckdb.DuckDBPyConnection, views: Sequence[str], manifest
                 ],
             )
             figures.append(
-                histogram_svg(Distribution("CLIP image-text similarity (per kept image)", clip, [], thr), "dist-clip")
+                histogram_svg(Distribution("CLIP image-text similarity (per kept image)", clip, [], thr, unit="images"), "dist-clip")
             )
     if "pairs" in views:
         similarity = [float(v) for (v,) in con.sql("SELECT similarity FROM pairs WHERE similarity IS NOT NULL").fetchall()]
         if similarity:
             thr = _thresholds(manifest, [("scoring.pair_min_similarity", "scoring.pair_min_similarity", "recycle")])
             figures.append(
-                histogram_svg(Distribution("CLIP similarity of recycled pairs", similarity, [], thr), "dist-pairs")
+                histogram_svg(Distribution("CLIP similarity of recycled pairs", similarity, [], thr, unit="pairs"), "dist-pairs")
             )
 
     if "documents" in views:
@@ -499,6 +546,20 @@ def _placeholder(src: Optional[str], alt: Optional[str], why: str) -> str:
     )
 
 
+_TITLE_SEPARATORS = (" - ", " – ", " — ", " | ", " · ", " :: ", ": ")
+
+
+def repeats_title(text: str, tag: Optional[str], title: Optional[str]) -> bool:
+    """Whether a document's first node is a heading that says its title again (the
+    page's <h1> and <title> are often the same words, or the title adds the site
+    name after a separator), so the sample shows the title once."""
+    if tag not in ("h1", "h2", "h3") or not title or not text:
+        return False
+    heading, full = " ".join(text.split()).casefold(), " ".join(title.split()).casefold()
+    return heading == full or any(full.startswith(heading + sep.casefold()) or full.endswith(sep + heading)
+                                  for sep in _TITLE_SEPARATORS)
+
+
 def kept_samples(con: duckdb.DuckDBPyConnection, views: Sequence[str], directory: str, n: int, max_chars: int) -> str:
     if "documents" not in views:
         return "<p>No documents table in this run.</p>"
@@ -521,8 +582,10 @@ def kept_samples(con: duckdb.DuckDBPyConnection, views: Sequence[str], directory
             if signals.get(key) is not None:
                 facts.append(f"{key} {signals[key]:.4g}")
         body, used = [], 0
-        for text, src, meta, tag in zip(d["texts"], d["images"], d["image_meta"], d["node_tags"]):
+        for position, (text, src, meta, tag) in enumerate(zip(d["texts"], d["images"], d["image_meta"], d["node_tags"])):
             if text is not None:
+                if position == 0 and repeats_title(text, tag, d["title"]):
+                    continue  # the header above already shows it
                 if used >= max_chars:
                     continue
                 shown = text[: max_chars - used]
@@ -808,14 +871,14 @@ def sources_section(con: duckdb.DuckDBPyConnection, views: Sequence[str], manife
 # ------------------------------------------------------------------------------ page
 
 STYLE = """
-body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;max-width:1100px;padding:0 20px 60px;color:#222}
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans","Noto Sans CJK SC","Noto Sans CJK JP","Noto Sans CJK KR","Source Han Sans SC","PingFang SC","Hiragino Sans","Microsoft YaHei","Yu Gothic","Malgun Gothic",sans-serif;margin:0 auto;max-width:1100px;padding:0 20px 60px;color:#222}
 h1{margin:18px 0 4px}h2{margin-top:34px;border-bottom:1px solid #ddd;padding-bottom:4px}
-code{font:12px ui-monospace,Menlo,Consolas,monospace;word-break:break-all}
+code{font:12px ui-monospace,Menlo,Consolas,"Noto Sans Mono CJK SC","Noto Sans Mono",monospace;word-break:break-all}
 table{border-collapse:collapse;margin:10px 0}td,th{border:1px solid #ddd;padding:3px 7px;vertical-align:top;text-align:left}
 th{background:#f5f5f5}td.num{text-align:right;font-variant-numeric:tabular-nums}tr.off td{color:#999}
 .summary td:first-child{color:#666}.ok{color:#2e7d32;font-weight:600}.bad{color:#c62828;font-weight:600}
 .swatch{display:inline-block;width:10px;height:10px;margin-right:6px;vertical-align:middle}
-svg.plot text{font:11px system-ui,sans-serif;fill:#333}svg.plot .off{fill:#999;font-style:italic}
+svg.plot text{font-size:11px;font-family:inherit;fill:#333}svg .axistitle{fill:#555;font-style:italic}svg.plot .off{fill:#999;font-style:italic}
 svg.plot .stage{font-weight:600}svg .axisline{stroke:#888}svg .thr{fill:#1565c0}
 .dists{display:flex;flex-wrap:wrap;gap:18px}figure.dist{margin:0;padding:8px;border:1px solid #eee}
 .caption{color:#666;font-size:12px;max-width:460px}
@@ -828,7 +891,8 @@ figure.docimg figcaption{font-size:12px;color:#555}.meta{color:#999}
 section.reason{margin:12px 0}section.reason h3{margin:6px 0;font-size:15px}
 .rej{border-left:3px solid #c62828;padding:4px 10px;margin:6px 0;background:#fffafa}
 .pagetext{font-size:12px;color:#444;margin-top:4px}.pagetext.none{color:#999}
-img.thumb{max-width:160px;max-height:160px}.legend span{margin-right:14px}
+img.thumb{max-width:160px;max-height:160px}.legend .key{margin-right:14px;white-space:nowrap}
+.legend{line-height:1.9}
 """
 
 
@@ -865,17 +929,14 @@ def render(
     manifest = load_manifest(directory)
     con, views = connect(directory)
     try:
-        funnel_legend = "".join(
-            f'<span><span class="swatch" style="background:{c}"></span>{esc(label)}</span>'
-            for label, c in [("kept", KEPT_COLOUR), ("error", ERROR_COLOUR)]
-        )
+        funnel_legend = funnel_legend_html(manifest)
         dists = distributions(con, views, manifest)
         sections = [
             f"<h1>mmcurate run report</h1><p>Output directory <code>{esc(source or os.path.abspath(directory))}</code></p>",
             _summary(manifest, views, con),
             '<h2 id="funnel">Funnel</h2><p>Pages entering each stage, on one scale: the part kept (green), and a segment '
-            "per reason code for what the stage removed (hover for counts). The table gives each reason's share of the "
-            "stage's input and of all pages.</p>",
+            "per reason code for what the stage removed, coloured as in the legend (hover for counts). The table gives "
+            "each reason's share of the stage's input and of all pages.</p>",
             f'<div class="legend">{funnel_legend}</div>',
             funnel_svg(manifest),
             funnel_table(manifest),

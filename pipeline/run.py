@@ -64,6 +64,17 @@ def resolve_inputs(patterns: Sequence[str]) -> tuple[list[str], int, int]:
     return resolved, files, size
 
 
+def remove_stale_report(output: str) -> None:
+    """An earlier run's report.html describes tables this run has just replaced."""
+    from mmcurate.pipeline import remote_output
+    from mmcurate.pipeline.report import REPORT
+
+    stale = remote_output.join(output, REPORT)
+    if remote_output.exists(stale):
+        remote_output.delete([stale])
+        log.info("removed %s: it described the previous run (mmcurate report %s writes a new one)", stale, output)
+
+
 def query_counters(result: Any) -> Optional[dict[tuple[str, str], int]]:
     """Every user counter of the run, summed over steps: {(namespace, name): value};
     None when the runner reports no metrics (Beam's DaskRunner raises
@@ -191,6 +202,7 @@ def run_curation(
 
     written = out.table_summary(staging)
     out.publish(output, staging)
+    remove_stale_report(output)
     counters = query_counters(result)
     counters_source = "runner metrics"
     if counters is None:
