@@ -1,8 +1,10 @@
 """``mmcurate inspect DIR``: look into a run's output from the terminal.
 
 * ``--doc ID`` prints one document as interleaved text with ``[image N]`` markers
-  (or, for a page that did not make it, the decisions about it);
-* ``--reason CODE`` lists the decision rows with that reason code (or exception type);
+  (or, for a page that did not make it, the decisions about it); ID is a doc_id, the
+  page's URL or the start of a doc_id;
+* ``--reason CODE`` lists the decision rows with that reason code (or exception
+  type); a code with no rows gets the closest codes as a suggestion;
 * ``--sql QUERY`` runs a DuckDB query over the output tables, registered as views
   named ``documents``, ``decisions``, ``images`` and ``pairs`` (each when present);
 * with none of them, a summary of the run: tables, totals, decisions by reason.
@@ -13,6 +15,7 @@ The module is not called ``inspect`` so that it never shadows the standard libra
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
 import sys
@@ -21,6 +24,7 @@ from typing import Any, Iterable, Optional, Sequence, TextIO
 
 import duckdb
 import pyarrow as pa
+from wcwidth import wcswidth
 
 from mmcurate.pipeline import remote_output
 from mmcurate.schemas.tables import SCHEMAS
@@ -77,6 +81,30 @@ def connect(directory: str) -> tuple[duckdb.DuckDBPyConnection, list[str]]:
     return con, names
 
 
+def display_width(text: str) -> int:
+    """Columns ``text`` takes in a terminal: 2 for each wide (CJK) character (wcwidth)."""
+    width = wcswidth(text)
+    return width if width >= 0 else len(text)  # a control character: count characters
+
+
+def _cut(text: str, width: int) -> str:
+    """``text`` cut to at most ``width`` terminal columns, with an ellipsis."""
+    if display_width(text) <= width:
+        return text
+    out, used = [], 0
+    for ch in text:
+        w = max(0, wcswidth(ch))
+        if used + w > width - 1:
+            break
+        out.append(ch)
+        used += w
+    return "".join(out) + "…"
+
+
+def _pad(text: str, width: int) -> str:
+    return text + " " * max(0, width - display_width(text))
+
+
 def _cell(value: Any, width: int) -> str:
     if value is None:
         text = "NULL"
@@ -86,17 +114,17 @@ def _cell(value: Any, width: int) -> str:
         text = f"{value:.6g}"
     else:
         text = str(value)
-    text = text.replace("\n", " ")
-    return text if len(text) <= width else text[: width - 1] + "…"
+    return _cut(text.replace("\n", " "), width)
 
 
 def format_rows(columns: Sequence[str], rows: Iterable[Sequence[Any]], max_width: int = 60) -> str:
-    """A plain-text table; cells longer than ``max_width`` are cut with an ellipsis."""
+    """A plain-text table aligned in terminal columns (CJK characters take two);
+    cells wider than ``max_width`` columns are cut with an ellipsis."""
     cells = [[_cell(v, max_width) for v in row] for row in rows]
-    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip()]
+    widths = [max([display_width(c)] + [display_width(r[i]) for r in cells]) for i, c in enumerate(columns)]
+    lines = ["  ".join(_pad(c, w) for c, w in zip(columns, widths)).rstrip()]
     lines.append("  ".join("-" * w for w in widths))
-    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
+    lines += ["  ".join(_pad(c, w) for c, w in zip(row, widths)).rstrip() for row in cells]
     lines.append(f"({len(cells)} row{'s' if len(cells) != 1 else ''})")
     return "\n".join(lines)
 
@@ -178,6 +206,37 @@ def format_document(con: duckdb.DuckDBPyConnection, views: Sequence[str], doc_id
     return "\n".join(out).rstrip() + "\n" if out else None
 
 
+def find_documents(con: duckdb.DuckDBPyConnection, views: Sequence[str], key: str) -> list[str]:
+    """The doc_ids ``key`` names: a doc_id, a page URL (kept or not), or the start of
+    a doc_id. Exact matches win over prefixes."""
+    tables = [t for t in ("documents", "decisions") if t in views]
+    if not tables or not key:
+        return []
+
+    def ids(where: str, arg: str) -> list[str]:
+        union = " UNION ".join(f"SELECT doc_id FROM {t} WHERE {where}" for t in tables)
+        return [r[0] for r in con.execute(f"SELECT DISTINCT doc_id FROM ({union}) ORDER BY doc_id", [arg] * len(tables)).fetchall()]
+
+    for where, arg in (("doc_id = ?", key), ("url = ?", key)):
+        found = ids(where, arg)
+        if found:
+            return found
+    return ids("starts_with(doc_id, ?)", key)
+
+
+def suggest_reason(con: duckdb.DuckDBPyConnection, reason: str) -> str:
+    """A hint naming the reason codes closest to a mistyped ``reason`` (difflib), among
+    the codes with rows in this run and every declared code."""
+    from mmcurate.filters.reasons import ALL_REASONS
+
+    present = [r for (r,) in con.execute("SELECT DISTINCT reason FROM decisions WHERE reason IS NOT NULL").fetchall()]
+    close = difflib.get_close_matches(reason, sorted(set(present) | ALL_REASONS), n=3, cutoff=0.6)
+    if close:
+        named = [code if code in present else f"{code} (declared, no rows in this run)" for code in close]
+        return "did you mean " + " or ".join(named) + "?"
+    return "codes in this run: " + (", ".join(sorted(present)[:12]) or "none") + (" ..." if len(present) > 12 else "")
+
+
 def format_reason(con: duckdb.DuckDBPyConnection, reason: str, limit: int) -> Optional[str]:
     total = con.execute("SELECT count(*) FROM decisions WHERE reason = ?", [reason]).fetchall()[0][0]
     if not total:
@@ -223,7 +282,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("directory", metavar="DIR", help="a run's output directory (local, or gs://, s3://, ... "
                         "through Beam's filesystems: its tables are then copied to a temporary directory)")
     what = parser.add_mutually_exclusive_group()
-    what.add_argument("--doc", metavar="ID", help="print a document as interleaved text with image markers")
+    what.add_argument("--doc", metavar="ID", help="print a document as interleaved text with image markers; ID is a "
+                      "doc_id, the page's URL, or the start of a doc_id")
     what.add_argument("--reason", metavar="CODE", help="list decision rows with this reason code (or exception type)")
     what.add_argument("--sql", metavar="QUERY", help="run a DuckDB query over the output tables")
     parser.add_argument("--limit", type=int, default=50, help="rows --reason lists (default 50)")
@@ -260,9 +320,15 @@ def _inspect(args: argparse.Namespace, directory: str, out: TextIO) -> int:
                 print(f"mmcurate inspect: {exc}", file=sys.stderr)
                 return 1
         elif args.doc:
-            text = format_document(con, views, args.doc)
+            matches = find_documents(con, views, args.doc)
+            if len(matches) > 1:
+                shown = ", ".join(matches[:10]) + (f" and {len(matches) - 10} more" if len(matches) > 10 else "")
+                print(f"mmcurate inspect: {args.doc} names {len(matches)} documents: {shown}", file=sys.stderr)
+                return 1
+            text = format_document(con, views, matches[0]) if matches else None
             if text is None:
-                print(f"mmcurate inspect: no document or decision with doc_id {args.doc}", file=sys.stderr)
+                print(f"mmcurate inspect: no document or decision with doc_id, URL or doc_id prefix {args.doc}",
+                      file=sys.stderr)
                 return 1
             out.write(text)
         elif args.reason:
@@ -271,7 +337,8 @@ def _inspect(args: argparse.Namespace, directory: str, out: TextIO) -> int:
                 return 1
             text = format_reason(con, args.reason, args.limit)
             if text is None:
-                print(f"mmcurate inspect: no decision with reason {args.reason}", file=sys.stderr)
+                print(f"mmcurate inspect: no decision with reason {args.reason}; {suggest_reason(con, args.reason)}",
+                      file=sys.stderr)
                 return 1
             out.write(text + "\n")
         else:
