@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import sys
 from typing import Sequence
@@ -22,6 +23,7 @@ from mmcurate.pipeline.config import (
     load_config,
 )
 from mmcurate.runners.presets import PRESETS, PresetError, describe, parse_runner_options, preset_args
+from mmcurate.runners.quiet_workers import QuietWorkerStartup, uses_worker_processes
 
 log = logging.getLogger("mmcurate")
 
@@ -232,16 +234,20 @@ def cmd_run(argv: Sequence[str]) -> int:
     except PreflightError as exc:
         print(f"mmcurate: {exc}", file=sys.stderr)
         return 2
+    # Worker processes (the local preset) print Beam's start-up notices once or twice
+    # each; --verbose shows them.
+    quiet = QuietWorkerStartup() if uses_worker_processes(beam_args) and not args.verbose else contextlib.nullcontext()
     try:
-        manifest = run_curation(
-            args.inputs,
-            args.output,
-            config,
-            beam_args,
-            progress=not args.quiet,
-            index=args.index,
-            warc_prefix=args.warc_prefix,
-        )
+        with quiet:
+            manifest = run_curation(
+                args.inputs,
+                args.output,
+                config,
+                beam_args,
+                progress=not args.quiet,
+                index=args.index,
+                warc_prefix=args.warc_prefix,
+            )
     except InputError as exc:
         print(f"mmcurate: {exc}", file=sys.stderr)
         return 2
