@@ -227,6 +227,15 @@ class ShardStats:
         self.languages: Counter[str] = Counter()
         self.image_formats: Counter[str] = Counter()
 
+    def count_image(self, found: Optional[tuple[str, bytes]]) -> None:
+        """An image position: embedded (format, bytes), or missing (None)."""
+        if found is None:
+            self.images_missing += 1
+            return
+        self.images += 1
+        self.image_bytes += len(found[1])
+        self.image_formats[image_extension(found[0])] += 1
+
     def as_dict(self) -> dict[str, Any]:
         data = dict(self.__dict__)
         data["languages"] = dict(sorted(self.languages.items(), key=lambda kv: (-kv[1], kv[0])))
@@ -244,12 +253,7 @@ def _document_samples(rows: list[dict], images: dict[str, tuple[str, bytes]], st
                 per_position.append(None)
                 continue
             found = images.get((meta or {}).get("image_id") or "")
-            if found is None:
-                stats.images_missing += 1
-            else:
-                stats.images += 1
-                stats.image_bytes += len(found[1])
-                stats.image_formats[image_extension(found[0])] += 1
+            stats.count_image(found)
             per_position.append(found)
         stats.rows += 1
         stats.languages[row.get("language") or ""] += 1
@@ -260,12 +264,7 @@ def _document_samples(rows: list[dict], images: dict[str, tuple[str, bytes]], st
 def _pair_samples(rows: list[dict], images: dict[str, tuple[str, bytes]], stats: ShardStats):
     for row in rows:
         found = (row.get("format"), row["bytes"]) if row.get("bytes") is not None else images.get(row.get("image_id") or "")
-        if found is None:
-            stats.images_missing += 1
-        else:
-            stats.images += 1
-            stats.image_bytes += len(found[1])
-            stats.image_formats[image_extension(found[0])] += 1
+        stats.count_image(found)
         stats.rows += 1
         stats.text_chars += len(row.get("caption") or "")
         yield row, found
