@@ -60,6 +60,9 @@ _API = {
     # source planning, as `mmcurate plan` builds and runs it (README: Rebalancing sources)
     "PlanSources": "mmcurate.stages.plan_sources",
     "plan_sources": "mmcurate.pipeline.plan",
+    # shards for a trainer, as `mmcurate export` builds and runs them (docs: export)
+    "ExportShards": "mmcurate.pipeline.export_shards",
+    "export": "mmcurate.pipeline.export",
     # records
     "Document": "mmcurate.schemas",
     "TextNode": "mmcurate.schemas",
