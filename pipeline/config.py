@@ -833,10 +833,12 @@ class PlanConfig(_Section):
     # Pointers per registered domain: max_per_domain when > 0, else this share of
     # the budget (at least 1), so that one site cannot take the budget.
     max_per_domain: int = Field(default=0, ge=0)
+    # The share of the budget a domain may take when max_per_domain is 0.
     max_domain_share: float = Field(default=0.02, gt=0.0, le=1.0)
     # A domain the runs never read gets at most probe_pages pointers; one they read
     # n pages of, at most growth * n (never above the cap). 0 turns this off.
     probe_pages: int = Field(default=5, ge=0)
+    # A read domain gets at most growth times the pages read of it (see probe_pages).
     growth: float = Field(default=2.0, gt=0.0)
     # Minimum share of the budget per language ({de: 0.2, ja: 0.1} or "de:0.2,ja:0.1";
     # ISO 639-1 or 639-3 codes, matched against the index's content_languages).
@@ -850,6 +852,7 @@ class PlanConfig(_Section):
     domain_weight: float = Field(default=0.5, ge=0.0, le=1.0)
     # Index rows that can become documents: detected MIME types and HTTP status.
     mime_types: tuple[str, ...] = ("text/html", "application/xhtml+xml")
+    # The HTTP status of index rows that can become documents.
     fetch_status: int = 200
     # Also skip index rows whose URL a run read already (another capture of it).
     skip_read_urls: bool = True
