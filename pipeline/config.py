@@ -264,6 +264,7 @@ class FlaggedWordsConfig(_Section):
     # exceeds 0.01; BigScience ROOTS uses 0.01 for English, Spanish and Indonesian.
     # The document rule runs first, on the text as extracted.
     max_node_ratio: float = Field(default=0.01, ge=0, le=1)
+    # The document rule's ratio (see max_node_ratio for its source).
     max_document_ratio: float = Field(default=0.01, ge=0, le=1)
     # Per-language document thresholds (language code -> ratio), e.g. ROOTS's fr 0.008,
     # pt 0.007, ar 0.03 (data_tooling ac_dc/parameters_filtering.py). Empty: max_document_ratio.
@@ -640,6 +641,7 @@ class NsfwConfig(_Section):
     # the embedding it was trained on (ViT-L/14 for LAION's). When set, it replaces
     # the zero-shot score.
     head: str = ""
+    # sha256 of the head file; checked before loading when given.
     head_sha256: str = ""
     # An image scoring above this is dropped (image.nsfw). 0.5: the decision point of
     # both scores (a probability); NeMo Curator's NSFW filter also uses 0.5.
@@ -786,7 +788,9 @@ class PiiConfig(_Section):
     # What to replace; datatrove's PIIFormatter replaces e-mail and IP addresses,
     # NeMo Curator's PII modifier also phone numbers.
     email: bool = True
+    # IP addresses (see ip_public_only).
     ip: bool = True
+    # Phone numbers (see phone_region).
     phone: bool = True
     # Only globally routable IP addresses are personal data; private, loopback,
     # documentation and reserved ranges stay (datatrove's only_remove_public_ips).
@@ -794,7 +798,9 @@ class PiiConfig(_Section):
     # Placeholders. datatrove substitutes example addresses (email@example.com);
     # ours are explicit tokens, so a reader of the corpus sees that text was redacted.
     email_placeholder: str = "<EMAIL>"
+    # What an IP address becomes.
     ip_placeholder: str = "<IP_ADDRESS>"
+    # What a phone number becomes.
     phone_placeholder: str = "<PHONE>"
     # Phone numbers written without a country prefix are read in the region of the
     # page's country-code TLD (.de -> DE), else in this one (ours; a guess for .com).

@@ -54,8 +54,13 @@ def field_comments(model: type[BaseModel]) -> dict[str, str]:
     return found
 
 
+# A section's on/off switch means the same everywhere; it needs no comment of its own.
+ENABLED = "Run this section's rules (false turns them off)."
+
+
 def describe(model: type[BaseModel], name: str) -> str:
-    """A field's description: pydantic's, or the comment above it in the source."""
+    """A field's description: pydantic's, or the comment above it in the source
+    (``enabled`` without one: ``ENABLED``)."""
     for cls in model.__mro__:
         if not (isinstance(cls, type) and issubclass(cls, BaseModel)) or name not in getattr(cls, "__annotations__", {}):
             continue
@@ -65,7 +70,7 @@ def describe(model: type[BaseModel], name: str) -> str:
         comment = field_comments(cls).get(name)
         if comment:
             return comment
-    return ""
+    return ENABLED if name == "enabled" else ""
 
 
 def _section_model(model: type[BaseModel], name: str) -> Optional[type[BaseModel]]:

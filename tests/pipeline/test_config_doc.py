@@ -23,7 +23,8 @@ def test_defaults_yaml_loads_back_to_the_default_config(capsys):
 
 
 def test_every_key_has_a_comment_and_it_sits_above_the_key():
-    assert config_doc.undocumented() == []
+    missing = config_doc.undocumented()
+    assert missing == [], f"add a comment above each of these fields in pipeline/config.py: {missing}"
     lines = config_doc.defaults_yaml().splitlines()
     at = lines.index("    min_score: 0.65")  # heuristics.language.min_score
     above = " ".join(line.strip().lstrip("# ") for line in lines[at - 2 : at])
@@ -44,11 +45,13 @@ def test_a_field_description_wins_over_the_comment():
         commented: int = 2
         trailing: int = 3  # at the end of the line
         bare: int = 4
+        enabled: bool = True
 
     assert config_doc.describe(Section, "described") == "the description"
     assert config_doc.describe(Section, "commented") == "only a comment"
     assert config_doc.describe(Section, "trailing") == "at the end of the line"
     assert config_doc.describe(Section, "bare") == ""
+    assert config_doc.describe(Section, "enabled") == config_doc.ENABLED  # a section's switch
 
 
 def test_resolve_prints_a_file_with_overrides(capsys):
