@@ -25,14 +25,17 @@ import pytest
 from mmcurate.runners.presets import PROJECT_ROOT, preset_args
 
 DEMO = PROJECT_ROOT / "tests" / "fixtures" / "warc" / "demo.warc.gz"
-# Every file the pipeline loads from the package, as installed paths.
-PACKAGE_DATA = (
-    "mmcurate/filters/data/lid.176.ftz",
-    "mmcurate/filters/data/lid.176.NOTICE.md",
-    "mmcurate/filters/data/judge_rubric_v1.txt",
-    "mmcurate/pipeline/models/quality.bin",
-    "mmcurate/pipeline/models/mt.bin",
-    "mmcurate/pipeline/models/llm.bin",
+# Every file the pipeline loads from the package (the language-ID model, the quality
+# and MT models, word lists, prompts, rubrics), as installed paths: everything under
+# the source tree's data and model folders.
+DATA_DIRS = {"filters/data": "mmcurate/filters/data", "pipeline/models": "mmcurate/pipeline/models"}
+PACKAGE_DATA = tuple(
+    sorted(
+        f"{installed}/{path.relative_to(PROJECT_ROOT / source).as_posix()}"
+        for source, installed in DATA_DIRS.items()
+        for path in (PROJECT_ROOT / source).rglob("*")
+        if path.is_file() and "__pycache__" not in path.parts
+    )
 )
 
 
@@ -72,6 +75,7 @@ def dists(tmp_path_factory) -> dict[str, Path]:
 
 
 def test_the_staged_sdist_and_its_wheel_carry_every_model_and_data_file(dists):
+    assert "mmcurate/filters/data/lid.176.ftz" in PACKAGE_DATA and any(p.endswith(".npz") for p in PACKAGE_DATA)
     with tarfile.open(dists["sdist"]) as tar:
         names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
     # The sdist keeps the source layout (filters/ installs as mmcurate/filters/).
