@@ -62,14 +62,21 @@ class ExtractConfig(_Section):
     extractor: str = "trafilatura"
     # HTML larger than this is not parsed: an error row (extract.HtmlTooLarge).
     max_html_bytes: int = Field(default=5 * 1024 * 1024, gt=0)
-    # Per-document time limit; extraction runs in a child process that is killed
-    # past it. 0 runs in-process with no limit (for debugging).
+    # Per-document time limit. 0 runs in-process with no limit (for debugging).
     timeout_seconds: float = Field(default=20.0, ge=0)
+    # How the limit is kept: "thread" extracts in the worker's process on a thread of
+    # its own, stopped in place past the limit (a child process only after a page
+    # that would not stop); "process" extracts every page in a child process that is
+    # killed past the limit (sure to stop anything, at the cost of moving each page
+    # and its result between processes and of a second interpreter per worker).
+    isolation: Literal["thread", "process"] = "thread"
     # trafilatura's precision/recall trade-off: "precision", "recall" or "balanced".
     mode: Literal["precision", "recall", "balanced"] = "balanced"
     # Keep the text of tables in the main content (trafilatura's include_tables).
     include_tables: bool = True
-    # Fill images trafilatura dropped from the main content back in, by DOM position.
+    # Images are placed from the page's DOM by position: those between the first and
+    # last extracted text block always; with recover_images also those just before
+    # or after the text (below) and the lead image.
     recover_images: bool = True
     # A dropped image before the first (after the last) extracted text block is
     # recovered when at most this much unextracted text (characters, whitespace
@@ -77,6 +84,23 @@ class ExtractConfig(_Section):
     recover_lead_chars: int = Field(default=200, ge=0)
     # The same bound after the last extracted block (0: images after the text are not recovered).
     recover_trail_chars: int = Field(default=0, ge=0)
+    # The lead image of a page (a header or hero image outside the block trafilatura
+    # keeps): the image og:image / JSON-LD names, else the first large figure, within
+    # lead_image_max_chars of page text before the first extracted block (ours: room
+    # for a headline, a standfirst and a byline). Logos and sitewide images never.
+    lead_image: bool = True
+    lead_image_max_chars: int = Field(default=1500, ge=0)
+    # A lead figure with a declared side below this is not "large"; 150 px is
+    # OBELICS's minimum image side, as nodes.min_declared_image_size.
+    lead_image_min_size: int = Field(default=150, ge=0)
+    # srcset / <picture>: the candidate a browser with this many device pixels per
+    # CSS px loads (HTML's image source selection: the least dense candidate at or
+    # above it, else the densest). Ours: 2 is the density of current phones and
+    # HiDPI laptop screens, and the largest most sites publish (Wikipedia: 1.5x, 2x).
+    srcset_density: float = Field(default=2.0, gt=0)
+    # The browser window, in CSS px, that `sizes` and <source media> are judged for
+    # (a `vw` size, a width descriptor without `sizes`). Ours: a common laptop width.
+    srcset_viewport_width: int = Field(default=1280, gt=0)
     # Page metadata by trafilatura (author, date, sitename, description, ...) in
     # Document.metadata. Off by default: its date search adds 25-50% to extraction.
     with_metadata: bool = False

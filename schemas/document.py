@@ -70,12 +70,18 @@ class TextNode:
 
 @dataclass(frozen=True)
 class ImageNode:
-    src: str  # absolute URL
+    src: str  # absolute URL: the candidate a browser at ~2x density loads (srcset, <picture>)
     alt: str = ""
     caption: str = ""  # <figcaption>
     title: str = ""
+    # The size of `src` in image pixels as the page declares it: width/height
+    # attributes, scaled to the chosen srcset candidate (a 100 px wide image whose
+    # 2x candidate is chosen is 200 px wide).
     declared_width: Optional[int] = None
     declared_height: Optional[int] = None
+    # Other URLs of the same picture (srcset and <picture> candidates, src), most
+    # preferred first: retrieval tries them in order when `src` is not captured.
+    candidates: tuple[str, ...] = ()
     # Filled in by retrieval and scoring.
     image_id: Optional[str] = None  # sha256 of the stored bytes
     width: Optional[int] = None

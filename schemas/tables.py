@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from mmcurate.schemas.document import Decision, Document, ImageNode, Provenance, TextNode
 
-SCHEMA_VERSION = "3"  # 2: the images table; 3: the pairs table
+SCHEMA_VERSION = "4"  # 2: the images table; 3: the pairs table; 4: image_meta.candidates
 SCHEMA_VERSION_KEY = b"mmcurate.schema_version"
 TABLE_KEY = b"mmcurate.table"
 
@@ -43,6 +43,8 @@ IMAGE_META_TYPE = pa.struct(
         ("height", pa.int32()),
         ("phash", pa.string()),
         ("clip_score", pa.float32()),
+        # Other srcset / <picture> URLs of the image, most preferred first.
+        ("candidates", pa.list_(pa.string())),
     ]
 )
 
@@ -197,6 +199,7 @@ def _image_meta(node: ImageNode) -> dict[str, Any]:
         "height": node.height,
         "phash": node.phash,
         "clip_score": node.clip_score,
+        "candidates": list(node.candidates),
     }
 
 
@@ -258,7 +261,9 @@ def row_to_document(row: Mapping[str, Any]) -> Document:
         if text is not None:
             nodes.append(TextNode(text=text, tag=tag))
         else:
-            nodes.append(ImageNode(src=src, **(meta or {})))
+            meta = dict(meta or {})
+            meta["candidates"] = tuple(meta.get("candidates") or ())
+            nodes.append(ImageNode(src=src, **meta))
     return Document(
         doc_id=row["doc_id"],
         url=row["url"],

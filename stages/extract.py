@@ -6,12 +6,17 @@ of the text path's cost, so it is measured per document (``extract.seconds``) an
 guarded:
 
 - HTML larger than ``max_html_bytes`` (UTF-8) is not parsed: ``HtmlTooLarge``.
-- Each document has ``timeout_seconds``. The extractor runs in a child process
-  (one per DoFn instance, started on first use with the "spawn" method); past the
-  limit the child is killed, the document becomes an ``ExtractionTimeout`` error
-  row and the next document gets a fresh child. ``timeout_seconds: 0`` runs the
-  extractor in-process, without a limit. As with any spawned process, a script
-  that builds and runs a pipeline must do so under ``if __name__ == "__main__":``.
+- Each document has ``timeout_seconds``. With ``isolation: thread`` (the default)
+  the extractor runs in the worker's process on a thread of its own
+  (``isolation.ThreadedExtractor``): past the limit it is stopped inside that
+  thread and the document becomes an ``ExtractionTimeout`` error row; a thread
+  that will not stop is abandoned and the worker's later pages go to a child
+  process. With ``isolation: process`` every page goes to a child process (one
+  per DoFn instance, started on first use with the "spawn" method) that is
+  killed past the limit; the next document gets a fresh child (a script that
+  builds and runs such a pipeline must do so under ``if __name__ ==
+  "__main__":``). ``timeout_seconds: 0`` runs the extractor in-process, without a
+  limit.
 - Any exception raised by the extractor is an error row whose reason is the
   exception's type name; a child that dies is ``ExtractorCrashed``.
 
@@ -42,7 +47,7 @@ from mmcurate.stages.common import (
     error_decision,
 )
 from mmcurate.stages.extractors import Extraction, Extractor, load_extractor
-from mmcurate.stages.isolation import ExtractionTimeout, ExtractorFailed, ExtractorProcess
+from mmcurate.stages.isolation import ExtractionTimeout, ExtractorFailed, ExtractorProcess, ThreadedExtractor
 
 log = logging.getLogger(__name__)
 
@@ -68,13 +73,15 @@ class ExtractDocumentsFn(beam.DoFn):
         self._config = config
         self._counters: Optional[StageCounters] = None
         self._extractor: Optional[Extractor] = None
-        self._process: Optional[ExtractorProcess] = None
+        self._process: Optional[ExtractorProcess | ThreadedExtractor] = None
 
     def setup(self) -> None:
         self._counters = StageCounters(STAGE)
-        if self._config.timeout_seconds > 0:
-            # Started on first use, so that a worker that gets no pages spawns nothing.
-            self._process = ExtractorProcess(self._config.extractor, self._config, self._config.timeout_seconds)
+        config = self._config
+        if config.timeout_seconds > 0:
+            # Started on first use, so that a worker that gets no pages starts nothing.
+            guard = ThreadedExtractor if config.isolation == "thread" else ExtractorProcess
+            self._process = guard(config.extractor, config, config.timeout_seconds)
         else:
             self._extractor = load_extractor(self._config.extractor)
 

@@ -5,13 +5,19 @@ Every step that spans the corpus is a Beam shuffle keyed by a string, and image
 bytes travel only where they are needed (normalisation and the images table):
 
 1. ``RetrieveImages``: each document's image URLs, canonicalised (``canonical_url``),
-   are grouped by URL with the ``image/*`` payloads the read stage set aside, so
-   each URL is retrieved once per run: from the WARCs when captured there, else
-   over HTTP (``images.http``, ``retrieval.ImageFetcher``), else it fails as
-   ``image.not_captured``. A capture over ``read.max_image_bytes`` fails as
-   ``image.capture_too_large`` (it is not fetched again over HTTP). Payloads are
-   decoded and normalised (``imaging.normalize_image``); the result of each URL is
-   an ``ImageResult``.
+   with their other srcset / ``<picture>`` candidates in order of preference
+   (``ImageNode.candidates``), are matched with the ``image/*`` payloads the read
+   stage set aside by capture key (the SURT that Common Crawl's index and pywb
+   use, ``urlkeys.capture_key``: ``%2C`` and ``,``, http and https, ``www.`` or
+   not are one key), so each URL is retrieved once per run: from the capture of
+   its most preferred captured candidate (an archive that holds only the 1x file
+   still yields the image), else over HTTP trying the candidates in order
+   (``images.http``, ``retrieval.ImageFetcher``), else it fails as
+   ``image.not_captured``. When the only captures are over
+   ``read.max_image_bytes``, it fails as ``image.capture_too_large`` (it is not
+   fetched again over HTTP). Payloads are decoded and normalised
+   (``imaging.normalize_image``); the result of each URL is an ``ImageResult``
+   whose ``source_url`` names the candidate that delivered, when another.
 2. Exact dedup: retrieved images are keyed by ``image_id`` (sha256 of the stored
    bytes); the images table holds one row per image_id with all its URLs.
 3. Perceptual near-duplicates: pHashes are grouped by band keys
@@ -86,7 +92,8 @@ from mmcurate.stages.imaging import (
     extension,
     normalize_image,
 )
-from mmcurate.stages.retrieval import ImageFetcher, canonical_url
+from mmcurate.stages.retrieval import Fetched, ImageFetcher, canonical_url
+from mmcurate.stages.urlkeys import capture_key
 
 log = logging.getLogger(__name__)
 
@@ -159,15 +166,24 @@ def _count_result(counters: StageCounters, result: ImageResult) -> None:
 # ---------------------------------------------------------------------------------
 
 
-def image_refs(doc: Document) -> Iterable[tuple[str, str]]:
-    """(canonical URL, doc_id) for each distinct image URL of a document."""
+def image_wants(doc: Document) -> Iterable[tuple[str, tuple[str, ...]]]:
+    """(canonical URL, its other candidates canonicalised, most preferred first) for
+    each distinct image URL of a document."""
     seen = set()
     for node in doc.image_nodes:
         if node.src:
             url = canonical_url(node.src)
             if url not in seen:
                 seen.add(url)
-                yield url, doc.doc_id
+                others = dict.fromkeys(canonical_url(c) for c in node.candidates if c)
+                others.pop(url, None)
+                yield url, tuple(others)
+
+
+def image_refs(doc: Document) -> Iterable[tuple[str, str]]:
+    """(canonical URL, doc_id) for each distinct image URL of a document."""
+    for url, _ in image_wants(doc):
+        yield url, doc.doc_id
 
 
 def _capture_rank(image: CapturedImage) -> tuple:
@@ -175,8 +191,38 @@ def _capture_rank(image: CapturedImage) -> tuple:
     return (prov.date, prov.warc_file, prov.offset)
 
 
+def _candidate_keys(want: tuple[str, tuple[str, ...]]) -> Iterable[tuple[str, tuple[str, int, str]]]:
+    """(capture key, (wanted URL, rank, candidate URL)) for the URL and each candidate."""
+    url, candidates = want
+    for rank, candidate in enumerate((url, *candidates)):
+        yield capture_key(candidate), (url, rank, candidate)
+
+
+class MatchCapturesFn(beam.DoFn):
+    """Per capture key: the earliest capture with that key, offered to every wanted
+    URL one of whose candidates has the key, as (URL, (rank, candidate, capture or
+    None)); every candidate reports, captured or not, so each URL hears of all."""
+
+    def setup(self) -> None:
+        self._counters = StageCounters(STAGE)
+
+    def process(self, element: tuple[str, dict]) -> Iterable:
+        _, joined = element
+        captured = list(joined["captured"])
+        wants = sorted(set(joined["want"]))
+        if not wants:
+            if captured:
+                self._counters.inc("image.captured_unused")
+            return
+        # The earliest capture, one within read.max_image_bytes first.
+        image = min(captured, key=lambda c: (c.oversize > 0, _capture_rank(c))) if captured else None
+        for url, rank, candidate in wants:
+            yield url, (rank, candidate, image)
+
+
 class ResolveSourcesFn(beam.DoFn):
-    """Per wanted URL: normalise its WARC capture, or send it to HTTP, or fail it."""
+    """Per wanted URL: normalise the capture of its most preferred captured
+    candidate, or send its candidates to HTTP, or fail it."""
 
     def __init__(self, config: ImagesConfig):
         self._config = config
@@ -184,24 +230,26 @@ class ResolveSourcesFn(beam.DoFn):
     def setup(self) -> None:
         self._counters = StageCounters(STAGE)
 
-    def process(self, element: tuple[str, dict]) -> Iterable:
-        url, joined = element
-        captured = list(joined["captured"])
-        if not list(joined["want"]):
-            if captured:
-                self._counters.inc("image.captured_unused")
-            return
+    def process(self, element: tuple[str, Iterable[tuple[int, str, Optional[CapturedImage]]]]) -> Iterable:
+        url, offers = element
+        by_rank: dict[int, tuple[str, Optional[CapturedImage]]] = {}
+        for rank, candidate, image in offers:
+            if rank not in by_rank or (image is not None and by_rank[rank][1] is None):
+                by_rank[rank] = (candidate, image)
         started = time.perf_counter()
-        oversized = [image for image in captured if image.oversize]
-        captured = [image for image in captured if not image.oversize]
-        if captured:
-            image = min(captured, key=_capture_rank)
+        offered = [(c, im) for _, (c, im) in sorted(by_rank.items()) if im is not None]
+        hit = next(((c, im) for c, im in offered if not im.oversize), None)
+        oversized = next(((c, im) for c, im in offered if im.oversize), None)
+        if hit is not None:
+            candidate, image = hit
             result = normalize_image(
                 url, image.payload, self._config, source=SOURCE_WARC, content_type=image.content_type, provenance=image.provenance
             )
-        elif oversized:
+            if candidate != url:
+                result = dataclasses.replace(result, source_url=candidate)
+        elif oversized is not None:
             # The WARC's copy decides: fetching it again would download as much.
-            image = min(oversized, key=_capture_rank)
+            _, image = oversized
             result = ImageResult(
                 url=url,
                 status=STATUS_FAILED,
@@ -216,7 +264,7 @@ class ResolveSourcesFn(beam.DoFn):
             result = ImageResult(url=url, status=STATUS_FAILED, reason=reasons.IMAGE_UNSUPPORTED_SCHEME, detail=url[:60])
         elif self._config.http:
             self._counters.micros(started)
-            yield beam.pvalue.TaggedOutput(FETCH, url)
+            yield beam.pvalue.TaggedOutput(FETCH, (url, tuple(c for rank, (c, _) in sorted(by_rank.items()) if rank > 0)))
             return
         else:
             result = ImageResult(
@@ -247,17 +295,35 @@ class FetchImagesFn(beam.DoFn):
             loop.run_until_complete(self._fetcher.close())
             loop.close()
 
-    def process(self, urls: list[str]) -> Iterable[ImageResult]:
+    def process(self, wants: list[tuple[str, tuple[str, ...]]]) -> Iterable[ImageResult]:
+        """Each URL's candidates in order of preference, one round of requests per
+        rank, until one is retrieved; a refusal that would hold for every candidate
+        (robots.txt, opt-out, a refused address) ends the search."""
         started = time.perf_counter()
         before = self._fetcher.requests
-        fetched = self._loop.run_until_complete(self._fetcher.fetch_all(urls))
+        first: dict[str, Fetched] = {}
+        done: dict[str, Fetched] = {}
+        pending = [(url, [url, *candidates]) for url, candidates in wants]
+        while pending:
+            fetched = self._loop.run_until_complete(self._fetcher.fetch_all([c[0] for _, c in pending]))
+            retry = []
+            for (url, candidates), item in zip(pending, fetched):
+                first.setdefault(url, item)
+                if item.ok or len(candidates) == 1 or item.reason in _FINAL_REFUSALS:
+                    done[url] = item if item.ok else first[url]
+                else:
+                    retry.append((url, candidates[1:]))
+            pending = retry
         self._counters.inc("http.requests", self._fetcher.requests - before)
-        for item in fetched:
+        for url, _ in wants:
+            item = done[url]
             if item.ok:
-                result = normalize_image(item.url, item.payload, self._config, source=SOURCE_HTTP, content_type=item.content_type)
+                result = normalize_image(url, item.payload, self._config, source=SOURCE_HTTP, content_type=item.content_type)
+                if item.url != url:
+                    result = dataclasses.replace(result, source_url=item.url)
             else:
                 result = ImageResult(
-                    url=item.url,
+                    url=url,
                     status=STATUS_FAILED,
                     reason=item.reason,
                     kind=item.kind,
@@ -271,6 +337,41 @@ class FetchImagesFn(beam.DoFn):
         self._counters.micros(started)
 
 
+# Refusals that another candidate URL of the same image would meet as well.
+_FINAL_REFUSALS = frozenset({reasons.IMAGE_ROBOTS_DISALLOWED, reasons.IMAGE_OPTED_OUT, reasons.IMAGE_REFUSED_ADDRESS})
+
+
+class ResolveImages(beam.PTransform):
+    """(wanted URLs with their candidates, captured images) -> one ImageResult per
+    wanted URL (with its bytes when retrieved): the capture of its most preferred
+    captured candidate, matched by capture key (SURT, ``urlkeys.capture_key``);
+    else its candidates over HTTP in order of preference; else not captured."""
+
+    def __init__(self, config: ImagesConfig, label: Optional[str] = None):
+        super().__init__(label)
+        self._config = config
+
+    def expand(self, pcolls: tuple[beam.PCollection, beam.PCollection]) -> beam.PCollection:
+        wants, captured = pcolls
+        resolved = (
+            {
+                "want": wants | "CandidateKeys" >> beam.FlatMap(_candidate_keys),
+                "captured": captured | "KeyCaptures" >> beam.Map(lambda image: (capture_key(image.url), image)),
+            }
+            | "GroupByCaptureKey" >> beam.CoGroupByKey()
+            | "MatchCaptures" >> beam.ParDo(MatchCapturesFn())
+            | "GroupByUrl" >> beam.GroupByKey()
+            | "ResolveSources" >> beam.ParDo(ResolveSourcesFn(self._config)).with_outputs(FETCH, main="results")
+        )
+        fetched = (
+            resolved[FETCH]
+            | "SpreadFetches" >> beam.Reshuffle()
+            | "BatchUrls" >> beam.BatchElements(min_batch_size=1, max_batch_size=self._config.batch_size)
+            | "Fetch" >> beam.ParDo(FetchImagesFn(self._config))
+        )
+        return (resolved["results"], fetched) | "AllResults" >> beam.Flatten()
+
+
 class RetrieveImages(beam.PTransform):
     """(documents, captured images) -> ImageResult per distinct canonical image URL
     the documents reference, each retrieved once (with its bytes when retrieved)."""
@@ -281,24 +382,8 @@ class RetrieveImages(beam.PTransform):
 
     def expand(self, pcolls: tuple[beam.PCollection, beam.PCollection]) -> beam.PCollection:
         docs, captured = pcolls
-        wanted = (
-            docs
-            | "ImageRefs" >> beam.FlatMap(image_refs)
-            | "WantedUrls" >> beam.Map(lambda ref: (ref[0], None))
-        )
-        captured_by_url = captured | "KeyCapturedByUrl" >> beam.Map(lambda image: (canonical_url(image.url), image))
-        resolved = (
-            {"want": wanted, "captured": captured_by_url}
-            | "GroupByUrl" >> beam.CoGroupByKey()
-            | "ResolveSources" >> beam.ParDo(ResolveSourcesFn(self._config)).with_outputs(FETCH, main="results")
-        )
-        fetched = (
-            resolved[FETCH]
-            | "SpreadFetches" >> beam.Reshuffle()
-            | "BatchUrls" >> beam.BatchElements(min_batch_size=1, max_batch_size=self._config.batch_size)
-            | "Fetch" >> beam.ParDo(FetchImagesFn(self._config))
-        )
-        return (resolved["results"], fetched) | "AllResults" >> beam.Flatten()
+        wants = docs | "ImageWants" >> beam.FlatMap(image_wants)
+        return (wants, captured) | "Resolve" >> ResolveImages(self._config)
 
 
 # ---------------------------------------------------------------------------------
@@ -608,7 +693,7 @@ class ImageRowFn(beam.DoFn):
         too_frequent = bool(limit) and cluster.doc_frequency > limit
         row = failed_image_row(first)
         row.update(
-            urls=sorted({r.url for r in results}),
+            urls=sorted({u for r in results for u in (r.url, r.source_url) if u}),
             status=STATUS_REJECTED if too_frequent else STATUS_OK,
             reason=reasons.IMAGE_TOO_FREQUENT if too_frequent else "",
             duplicate_of=cluster.rep if cluster.rep != image_id else None,

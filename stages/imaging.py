@@ -58,6 +58,8 @@ class ImageResult:
 
     url: str  # canonical URL
     status: str
+    # The candidate (srcset / <picture>) URL the bytes came from, when not `url`.
+    source_url: str = ""
     reason: str = ""  # a reason code, or an exception type for kind "error"
     kind: str = "rejected"  # for decisions: "rejected" or "error"
     value: Optional[float] = None

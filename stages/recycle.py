@@ -15,8 +15,8 @@ Cheapest checks first:
    images table), bytes and verdict alike: an image retrieved for a document that
    a later stage rejected is reused, and no URL is fetched twice. The other URLs
    go through the images stage's own retrieval and validation
-   (``ResolveSourcesFn``: WARC captures first; ``FetchImagesFn``: HTTP when
-   ``images.http``), so the same rules and limits apply.
+   (``ResolveImages``: WARC captures first, matched by SURT capture key; HTTP
+   when ``images.http``), so the same rules and limits apply.
 4. Image dedup as for documents: exact (sha256) and pHash near-duplicates within
    ``images.phash_max_distance`` (band keys, ``stages.images.ClusterByPhash``); one
    pair per distinct image, the best caption source winning.
@@ -48,7 +48,7 @@ from mmcurate.pipeline.config import PiiConfig, ImagesConfig, RecycleConfig, Sco
 from mmcurate.schemas import KIND_REJECTED, Decision, Document, ImageNode, Provenance
 from mmcurate.schemas.document import SUBJECT_PAGE
 from mmcurate.stages.common import StageCounters
-from mmcurate.stages.images import FETCH, ClusterByPhash, FetchImagesFn, ResolveSourcesFn
+from mmcurate.stages.images import ClusterByPhash, ResolveImages
 from mmcurate.stages.imaging import STATUS_OK, ImageResult
 from mmcurate.stages.retrieval import canonical_url
 from mmcurate.stages.scoring import PAIR, ClipModelHandler, image_payload
@@ -417,21 +417,7 @@ class RecyclePairs(beam.PTransform):
         rejected.append(reused[DECISIONS])
         # URLs the images stage never saw: its own retrieval and validation.
         need = reused[NEED]
-        resolved = (
-            {
-                "want": need | "Wanted" >> beam.Map(lambda e: (e[0], None)),
-                "captured": captured | "CapturedByUrl" >> beam.Map(lambda image: (canonical_url(image.url), image)),
-            }
-            | "GroupWanted" >> beam.CoGroupByKey()
-            | "ResolveSources" >> beam.ParDo(ResolveSourcesFn(images)).with_outputs(FETCH, main="results")
-        )
-        fetched = (
-            resolved[FETCH]
-            | "SpreadFetches" >> beam.Reshuffle()
-            | "BatchUrls" >> beam.BatchElements(min_batch_size=1, max_batch_size=images.batch_size)
-            | "Fetch" >> beam.ParDo(FetchImagesFn(images))
-        )
-        results = (resolved["results"], fetched) | "AllResults" >> beam.Flatten()
+        results = (need | "Wanted" >> beam.Map(lambda e: (e[0], ())), captured) | "Resolve" >> ResolveImages(images)
         attached = (
             {"pair": need, "result": results | "ResultByUrl" >> beam.Map(lambda r: (r.url, r))}
             | "JoinResults" >> beam.CoGroupByKey()

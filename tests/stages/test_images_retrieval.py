@@ -463,3 +463,35 @@ def test_embedded_ipv4_forms():
     # The allowlist applies to the embedded address too.
     allowed = [ipaddress.ip_network("169.254.0.0/16")]
     assert refused_reason("2002:a9fe:a9fe::1", allowed) == ""
+
+
+def test_candidates_are_fetched_in_order_until_one_is_retrieved(server):
+    from mmcurate.stages.images import FetchImagesFn
+
+    b = base(server)
+    fn = FetchImagesFn(CONFIG)
+    fn.setup()
+    try:
+        server.paths.clear()
+        results = list(
+            fn.process(
+                [
+                    (f"{b}/missing.jpg", (f"{b}/gone-1x.jpg", f"{b}/ok.jpg", f"{b}/never.jpg")),
+                    (f"{b}/private/2x.jpg", (f"{b}/ok.jpg",)),
+                    (f"{b}/forbidden-status.jpg", ()),
+                ]
+            )
+        )
+    finally:
+        fn.teardown()
+    by_url = {r.url: r for r in results}
+    found = by_url[f"{b}/missing.jpg"]
+    assert (found.status, found.source_url) == (STATUS_OK, f"{b}/ok.jpg")
+    # robots.txt refuses the first candidate: the others would be refused too, so
+    # the search ends there with that reason.
+    assert by_url[f"{b}/private/2x.jpg"].reason == reasons.IMAGE_ROBOTS_DISALLOWED
+    assert by_url[f"{b}/forbidden-status.jpg"].reason == reasons.IMAGE_HTTP_STATUS
+    requested = [p for p in server.paths if p != "/robots.txt"]
+    assert requested.index("/missing.jpg") < requested.index("/gone-1x.jpg") < requested.index("/ok.jpg")
+    assert "/never.jpg" not in requested
+    assert requested.count("/ok.jpg") == 1
