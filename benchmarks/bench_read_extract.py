@@ -7,7 +7,10 @@ files are carried along), then measures:
 1. the read stage alone (warcio streaming, HTTP parsing, charset decoding);
 2. extraction alone (trafilatura + image recovery), in-process, per page;
 3. read + extract as a Beam pipeline on the DirectRunner with one worker, with
-   extraction in its guarded child process as in production.
+   extraction under its per-page time limit as in production: on its own thread
+   (``extract.isolation: thread``, the default) and in a child process
+   (``isolation: process``);
+4. extraction F1 on labelled pages (tests/pagebuild.py, golden text; bag of words).
 
 Prints pages/s, CPU seconds per 1,000 pages and peak RSS (this process and its
 children).
@@ -33,9 +36,11 @@ from warcio.archiveiterator import ArchiveIterator
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
+from pagebuild import labelled_pages, token_f1  # noqa: E402
 from warcbuild import WarcBuilder  # noqa: E402
 
 from mmcurate.pipeline.config import ExtractConfig, ReadConfig  # noqa: E402
+from mmcurate.schemas import Document, Provenance  # noqa: E402
 from mmcurate.stages.extract import ExtractDocuments  # noqa: E402
 from mmcurate.stages.extractors import load_extractor  # noqa: E402
 from mmcurate.stages.read import ReadWarc  # noqa: E402
@@ -108,11 +113,11 @@ def extract_only(pages: list[tuple[str, str]], config: ExtractConfig) -> list[fl
     return times
 
 
-def beam_read_extract(path: Path) -> None:
+def beam_read_extract(path: Path, isolation: str) -> None:
     options = PipelineOptions(["--runner=DirectRunner", "--direct_num_workers=1", "--direct_running_mode=in_memory"])
     with beam.Pipeline(options=options) as p:
         read = p | ReadWarc([str(path)], ReadConfig())
-        extracted = read.pages | ExtractDocuments(ExtractConfig())
+        extracted = read.pages | ExtractDocuments(ExtractConfig(isolation=isolation))
         _ = extracted.kept | "Count" >> beam.combiners.Count.Globally()
 
 
@@ -133,11 +138,21 @@ def main() -> None:
         config = ExtractConfig(timeout_seconds=0)
         times: list[float] = []
         measure("extract (trafilatura + images), in-process", args.pages, lambda: times.extend(extract_only(pages, config)))
-        measure("read + extract, Beam DirectRunner, 1 worker", args.pages, lambda: beam_read_extract(path))
+        for isolation in ("thread", "process"):
+            measure(f"read + extract, DirectRunner, 1 worker, {isolation}", args.pages, lambda: beam_read_extract(path, isolation))
         q = statistics.quantiles(times, n=100)
         print(f"extract ms/page: median {1000 * q[49]:.1f}, p90 {1000 * q[89]:.1f}, p99 {1000 * q[98]:.1f}, max {1000 * max(times):.1f}")
         own, kids = peak_rss_mb()
         print(f"peak RSS: this process {own:.0f} MB, largest child {kids:.0f} MB")
+        labelled = labelled_pages(5)
+        extractor = load_extractor(config.extractor)
+        scores = []
+        for page in labelled:
+            nodes = extractor(page.html, page.url, config).nodes
+            text = Document(doc_id="f1", url=page.url, provenance=Provenance(warc_file=""), nodes=nodes).text
+            scores.append(token_f1(text, "\n".join(page.text)))
+        means = [sum(s[i] for s in scores) / len(scores) for i in range(3)]
+        print(f"extraction on {len(labelled)} labelled pages: precision {means[0]:.3f}, recall {means[1]:.3f}, F1 {means[2]:.3f}")
 
 
 if __name__ == "__main__":

@@ -12,6 +12,12 @@
    nothing) on the DirectRunner with one in-memory worker. Inputs: the fixture WARCs
    (tests/fixtures/warc/) and a WARC of --pages responses that repeats their real
    HTML pages under distinct URLs (tests/warcbuild.py).
+   Extraction F1: both extractors (datatrove's ``Trafilatura(favour_precision=True,
+   deduplicate=False).extract`` and mmcurate's ``extract_trafilatura`` with
+   mode=precision) on --labelled pages of each kind that tests/pagebuild.py builds
+   with golden text (a long encyclopedia article, a news page, a React page, a
+   blog post): bag-of-words precision, recall and F1 of the extracted text against
+   the golden text, so "equal F1" is measured, not assumed.
 2. MinHash near-duplicate dedup. datatrove's four steps (MinhashDedupSignature,
    MinhashDedupBuckets, MinhashDedupCluster, MinhashDedupFilter, one task each)
    against mmcurate's ``DedupDocuments`` (near-duplicates only; URL and exact-text
@@ -26,6 +32,7 @@ with the pins below; its versions and settings are printed.
 
     .venv/bin/python benchmarks/bench_vs_datatrove.py                 # 1000 pages, 5000 docs
     .venv/bin/python benchmarks/bench_vs_datatrove.py --pages 3000 --docs 20000
+    .venv/bin/python benchmarks/bench_vs_datatrove.py --skip-text --skip-minhash   # F1 only
 """
 
 from __future__ import annotations
@@ -38,6 +45,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from pagebuild import KINDS, labelled_pages, token_f1  # noqa: E402
 from peers import BENCH_DIR, FIXTURE_WARCS, MMCURATE_PYTHON, build_repeated_warc, ensure_venv, installed_versions, measure, table  # noqa: E402
 
 # datatrove[processing] 0.10.1 as published does not run the text path on its own:
@@ -88,6 +97,16 @@ DATATROVE_TEXT_SETTINGS = (
     "LocalPipelineExecutor(tasks=1, workers=1)"
 )
 
+DATATROVE_EXTRACT = r"""
+import json, sys
+from datatrove.pipeline.extractors import Trafilatura
+extractor = Trafilatura(favour_precision=True, deduplicate=False)
+with open(sys.argv[1]) as fh, open(sys.argv[2], "w") as out:
+    for line in fh:
+        page = json.loads(line)
+        out.write(json.dumps({"text": extractor.extract(page["html"]) or ""}) + "\n")
+"""
+
 DATATROVE_MINHASH = r"""
 import json, sys
 from datatrove.executor import LocalPipelineExecutor
@@ -123,7 +142,6 @@ DATATROVE_MINHASH_SETTINGS = (
 )
 
 MMCURATE_TEXT_SETTINGS = [
-    "extract.mode=precision",
     "heuristics.min_images=0",
     "heuristics.language.min_score=0",
     "heuristics.nodes.enabled=false",
@@ -168,10 +186,10 @@ MMCURATE_MINHASH_SETTINGS = (
 )
 
 
-def run_mmcurate_text(inputs: list[Path], out: Path):
+def run_mmcurate_text(inputs: list[Path], out: Path, mode: str):
     cmd = [MMCURATE_PYTHON, "-m", "mmcurate.pipeline.cli", "run", *map(str, inputs), "--output", str(out), "--quiet",
            "--stages", "heuristics"]
-    for setting in MMCURATE_TEXT_SETTINGS:
+    for setting in [f"extract.mode={mode}", *MMCURATE_TEXT_SETTINGS]:
         cmd += ["--set", setting]
     m = measure(cmd + ONE_WORKER)
     manifest = json.loads((out / "manifest.json").read_text())
@@ -180,7 +198,7 @@ def run_mmcurate_text(inputs: list[Path], out: Path):
                "pages": manifest["totals"]["pages"]}
 
 
-def text_path(python: str, n_pages: int) -> list[list[object]]:
+def text_path(python: str, n_pages: int, mode: str) -> list[list[object]]:
     work = BENCH_DIR / "text"
     shutil.rmtree(work, ignore_errors=True)
     fixtures = work / "fixtures"
@@ -197,7 +215,7 @@ def text_path(python: str, n_pages: int) -> list[list[object]]:
         script.write_text(DATATROVE_TEXT)
         dt = measure([python, str(script), str(folder), str(work / f"logs-{folder.name}")])
         dt_counts = json.loads(dt.stdout.strip().splitlines()[-1])
-        mm, mm_counts = run_mmcurate_text(sorted(folder.glob("*.warc*")), work / f"out-{folder.name}")
+        mm, mm_counts = run_mmcurate_text(sorted(folder.glob("*.warc*")), work / f"out-{folder.name}", mode)
         for tool, m, c in (("datatrove", dt, dt_counts), ("mmcurate", mm, mm_counts)):
             pages = c.get("read", 0)
             rows.append([label, tool, pages, c.get("extracted", 0), c.get("kept", 0), m.wall, pages / m.wall,
@@ -258,10 +276,44 @@ def minhash(python: str, n_docs: int) -> list[list[object]]:
     return rows
 
 
+def extraction_f1(python: str, n_per_kind: int) -> list[list[object]]:
+    """Precision, recall, F1 per page kind for both extractors on labelled pages."""
+    from mmcurate.pipeline.config import ExtractConfig
+    from mmcurate.schemas import Document, Provenance
+    from mmcurate.stages.extractors import extract_trafilatura
+
+    work = BENCH_DIR / "f1"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    pages = labelled_pages(n_per_kind)
+    (work / "pages.jsonl").write_text("".join(json.dumps({"url": p.url, "html": p.html}) + "\n" for p in pages))
+    script = work / "datatrove_extract.py"
+    script.write_text(DATATROVE_EXTRACT)
+    measure([python, str(script), str(work / "pages.jsonl"), str(work / "datatrove.jsonl")])
+    theirs = [json.loads(line)["text"] for line in (work / "datatrove.jsonl").read_text().splitlines()]
+    outputs = [("datatrove (precision)", theirs)]
+    for mode in ("precision", "balanced"):
+        config = ExtractConfig(mode=mode)
+        texts = []
+        for page in pages:
+            nodes = extract_trafilatura(page.html, page.url, config).nodes
+            texts.append(Document(doc_id="f1", url=page.url, provenance=Provenance(warc_file=""), nodes=nodes).text)
+        outputs.append((f"mmcurate ({mode})", texts))
+    rows = []
+    for kind in [*KINDS, "all"]:
+        for tool, texts in outputs:
+            scores = [token_f1(text, "\n".join(p.text)) for p, text in zip(pages, texts) if kind in ("all", p.kind)]
+            rows.append([kind, tool, len(scores), *(sum(s[i] for s in scores) / len(scores) for i in range(3))])
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pages", type=int, default=1000, help="pages in the generated WARC (default 1000)")
     parser.add_argument("--docs", type=int, default=5000, help="documents for the MinHash comparison (default 5000)")
+    parser.add_argument("--labelled", type=int, default=5, help="labelled pages of each kind for extraction F1 (default 5)")
+    parser.add_argument("--mode", default="precision", choices=("precision", "balanced", "recall"),
+                        help="mmcurate's extract.mode on the text path (default precision, as datatrove's favour_precision)")
     parser.add_argument("--skip-text", action="store_true")
     parser.add_argument("--skip-minhash", action="store_true")
     args = parser.parse_args()
@@ -275,13 +327,20 @@ def main() -> None:
 
     if not args.skip_text:
         print("datatrove: " + DATATROVE_TEXT_SETTINGS)
-        print("mmcurate:  run --stages heuristics " + " ".join(f"--set {s}" for s in MMCURATE_TEXT_SETTINGS) + " " + " ".join(ONE_WORKER))
+        settings = [f"extract.mode={args.mode}", *MMCURATE_TEXT_SETTINGS]
+        print("mmcurate:  run --stages heuristics " + " ".join(f"--set {s}" for s in settings) + " " + " ".join(ONE_WORKER))
         print(table(
             "\n1. text path: read -> extract -> Gopher + C4 + FineWeb rules (ratio row: wall, docs/s, CPU/1k, RSS as mmcurate / datatrove)",
             ["input", "tool", "pages", "extracted", "kept", "wall s", "docs/s", "CPU s/1k pages", "peak RSS MiB"],
-            text_path(python, args.pages),
+            text_path(python, args.pages, args.mode),
         ))
         print()
+    print(table(
+        "\nExtraction F1 on labelled pages (tests/pagebuild.py; bag-of-words against the golden text, mean over pages)",
+        ["kind", "tool", "pages", "precision", "recall", "F1"],
+        extraction_f1(python, args.labelled),
+    ))
+    print()
     if not args.skip_minhash:
         print("datatrove: " + DATATROVE_MINHASH_SETTINGS)
         print("mmcurate:  " + MMCURATE_MINHASH_SETTINGS)

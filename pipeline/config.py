@@ -74,6 +74,14 @@ class ExtractConfig(_Section):
     mode: Literal["precision", "recall", "balanced"] = "balanced"
     # Keep the text of tables in the main content (trafilatura's include_tables).
     include_tables: bool = True
+    # trafilatura's fallback extractors (readability and jusText, compared with its
+    # own result; off is its `fast` mode: "use faster heuristics and skip backup
+    # extraction", trafilatura 2.3.1 bare_extraction). Off by default, ours: the
+    # same extraction F1 on 23 real news pages with gold text (newspaper4k 0.9.6
+    # tests/data, precision mode, every page identical; balanced mode one page
+    # better) and on the labelled pages of benchmarks/bench_vs_datatrove.py, for
+    # about half of trafilatura's time per page.
+    fallback: bool = False
     # Images are placed from the page's DOM by position: those between the first and
     # last extracted text block always; with recover_images also those just before
     # or after the text (below) and the lead image.

@@ -1041,6 +1041,7 @@ def _trafilatura_document(root: etree._Element, url: str, config: ExtractConfig)
         deduplicate=False,
         with_metadata=config.with_metadata,
         output_format="xml",
+        fast=not config.fallback,
     )
 
 

@@ -337,7 +337,8 @@ def test_timeout_stops_the_extractor_and_the_next_page_still_extracts(isolation)
     pages = [_page("slow", _article("") + SLEEP_MARKER), _page("next", _article('<img src="p.jpg" alt="x">'))]
     started = time.perf_counter()
     outs = _run_fn(config, pages)
-    assert time.perf_counter() - started < 30
+    # Well under the page's 60 s sleep (a child's start-up takes seconds on a busy machine).
+    assert time.perf_counter() - started < 50
     assert _is_error(outs[0])
     row = outs[0].value
     assert (row.doc_id, row.reason, row.threshold) == ("slow", "ExtractionTimeout", 1.0)
