@@ -45,7 +45,11 @@ from mmcurate.stages.extract import ExtractDocuments  # noqa: E402
 from mmcurate.stages.extractors import load_extractor  # noqa: E402
 from mmcurate.stages.read import ReadWarc  # noqa: E402
 
-SHARED = ROOT.parent / "shared" / "fixtures" / "warc"
+# ../shared beside the checkout, or beside the folder of worktrees.
+SHARED = next(
+    (p / "shared" / "fixtures" / "warc" for p in (ROOT.parent, ROOT.parent.parent) if (p / "shared" / "fixtures" / "warc").is_dir()),
+    ROOT.parent / "shared" / "fixtures" / "warc",
+)
 
 
 def source_pages() -> list[tuple[str, bytes, str]]:

@@ -14,7 +14,7 @@ from mmcurate.filters import fineweb
 from mmcurate.pipeline.config import ExtractConfig, HeuristicsConfig
 from mmcurate.schemas import Document, ImageNode, Provenance, TextNode
 from mmcurate.stages.extractors import extract_trafilatura
-from mmcurate.stages.heuristics import node_cleanup
+from mmcurate.stages.heuristics import heuristic_steps, node_cleanup
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pagebuild import blog_page, encyclopedia_page, news_page, paragraph, react_page, token_f1  # noqa: E402
@@ -36,15 +36,10 @@ def _cleaned(doc: Document) -> Document:
 
 
 def _fineweb(doc: Document):
-    c = HeuristicsConfig().fineweb
-    return fineweb.rules(
-        doc,
-        min_line_punctuation_ratio=c.min_line_punctuation_ratio,
-        short_line_chars=c.short_line_chars,
-        max_short_line_ratio=c.max_short_line_ratio,
-        max_duplicate_line_char_ratio=c.max_duplicate_line_char_ratio,
-        max_newline_word_ratio=c.max_newline_word_ratio,
-    )
+    """FineWeb's rules as the heuristics stage binds them from the default config."""
+    steps = heuristic_steps(HeuristicsConfig(), language_model=None)
+    rules = next(step for step in steps if getattr(step, "func", None) is fineweb.rules)
+    return rules(doc)
 
 
 def _article(body: str, head: str = "") -> str:
