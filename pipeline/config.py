@@ -93,10 +93,12 @@ class ExtractConfig(_Section):
     # The same bound after the last extracted block (0: images after the text are not recovered).
     recover_trail_chars: int = Field(default=0, ge=0)
     # The lead image of a page (a header or hero image outside the block trafilatura
-    # keeps): the image og:image / JSON-LD names, else the first large figure, within
-    # lead_image_max_chars of page text before the first extracted block (ours: room
-    # for a headline, a standfirst and a byline). Logos and sitewide images never.
+    # keeps): the image og:image / JSON-LD names, else the first large figure, before
+    # the first extracted block. Logos and sitewide images never.
     lead_image: bool = True
+    # How much page text (characters, whitespace not counted) may separate the lead
+    # image from the first extracted block. Ours: room for a headline, a standfirst
+    # and a byline.
     lead_image_max_chars: int = Field(default=1500, ge=0)
     # A lead figure with a declared side below this is not "large"; 150 px is
     # OBELICS's minimum image side, as nodes.min_declared_image_size.
