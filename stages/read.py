@@ -524,12 +524,17 @@ class ReadWarcFileFn(beam.DoFn):
         rest of the file is lost, and the fault row says so."""
         try:
             head = raw.read(_BLOCK)
-            stream = _Rewound(head, raw)
+        except Exception as exc:  # the filesystem's error at the first byte
+            yield self._fault(path, base, exc)
+            return
+        stream = _Rewound(head, raw)
+        try:
             fmt = _sniff_format(head)
-        except Exception as exc:
-            scan = _start_again(locals().get("stream"), base)
+        except NotAnArchive as exc:
+            scan = _start_again(stream, base)
             if scan is None:  # no WARC record anywhere after the start
-                yield self._fault(path, base, exc, note="; no record after it" if "stream" in locals() else "")
+                note = "; no record after it" if stream.seekable() else "; the rest of the file is not read"
+                yield self._fault(path, base, exc, note=note)
                 return
             position = yield from self._fault_then_resync(path, scan, 0, exc)
         else:
