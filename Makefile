@@ -56,6 +56,7 @@ bench-all: bench
 	$(BIN)/python benchmarks/bench_images.py
 	$(BIN)/python benchmarks/bench_clip.py
 	$(BIN)/python benchmarks/bench_runners.py
+	$(BIN)/python benchmarks/bench_safety.py
 
 lint: install
 	$(BIN)/ruff check pipeline stages filters schemas runners tests benchmarks

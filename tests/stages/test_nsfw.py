@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 
 import apache_beam as beam
 import numpy as np
@@ -198,3 +199,60 @@ def test_tiny_open_clip_scores_images_through_the_model_handler(tiny):
     assert none is None and junk_error and no_score is None
     off = ClipModelHandler(ScoringConfig(**{**tiny.model_dump(), "nsfw": {"enabled": False}}))
     assert not isinstance(off.load_model(), NsfwClipEncoder)
+
+
+# -- end to end: the CLI with the tiny model and a head that flags every image ------
+
+
+def test_cli_run_with_scoring_drops_nsfw_images_and_says_so_in_the_manifest(tmp_path):
+    import pyarrow.dataset as ds
+    import torch
+
+    from imagegen import jpeg
+    from mmcurate.pipeline.cli import main
+    from mmcurate.schemas import make_doc_id
+    from warcbuild import WarcBuilder
+
+    config_path, checkpoint, _ = save_tiny_clip(tmp_path, "mmcurate-tiny-e2e", seed=2)
+    # A head on the tiny model's 16-dimensional embedding whose sigmoid is ~1 for any image.
+    head = tmp_path / "all_nsfw.pth"
+    torch.save({"linear_1.weight": torch.zeros(1, 16), "linear_1.bias": torch.tensor([8.0])}, head)
+    first = (
+        "The harbour at the end of the valley was built in the eighteenth century, when the town still traded salt "
+        "and timber with the cities along the coast, and its stone quays have outlived every ship that used them."
+    )
+    second = (
+        "Fishing boats leave before dawn and return in the early afternoon, and the market on the quay sells what "
+        "they bring back until the last crates are empty. Visitors who walk up the old road can see the whole bay."
+    )
+    html = (
+        f"<!doctype html><html><head><title>Harbour</title></head><body><article><h1>The harbour</h1><p>{first}</p>"
+        '<figure><img src="/img/a.jpg" alt="The harbour in spring" width="320" height="240"></figure>'
+        f"<p>{second}</p></article></body></html>"
+    )
+    with WarcBuilder.open(tmp_path / "in.warc.gz") as warc:
+        record = warc.html("https://news.example.org/harbour", html)
+        warc.image("https://news.example.org/img/a.jpg", jpeg(3))
+    out = tmp_path / "out"
+    code = main(
+        [
+            "run", str(tmp_path / "in.warc.gz"), "--output", str(out), "--quiet",
+            "--stages", "heuristics,images,scoring",
+            "--set", "scoring.architecture=mmcurate-tiny-e2e",
+            "--set", f"scoring.architecture_config={config_path}",
+            "--set", f"scoring.checkpoint={checkpoint}",
+            "--set", f"scoring.nsfw.head={head}",
+        ]
+    )
+    assert code == 0
+    rows = ds.dataset(out / "decisions", format="parquet").to_table().to_pylist()
+    assert {(r["subject"], r["stage"], r["reason"]) for r in rows} == {
+        ("image", "scoring", reasons.IMAGE_NSFW),
+        ("page", "scoring", reasons.SAFETY_NSFW_IMAGES),
+    }
+    page = [r for r in rows if r["subject"] == "page"][0]
+    assert page["doc_id"] == make_doc_id(record)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["safety"]["nsfw"]["method"] == f"head {head}"
+    assert (manifest["safety"]["nsfw"]["images_dropped"], manifest["safety"]["nsfw"]["documents_rejected"]) == (1, 1)
+    assert manifest["totals"]["conserved"] and manifest["counter_mismatches"] == []
