@@ -41,11 +41,19 @@ class ColourEncoder:
     image has similarity 1 with a text saying "red" and 0 with the others."""
 
     def encode_images(self, payloads):
-        vectors = []
+        """Images by the colour of their top-left pixel; an undecodable payload gets
+        an error and no row, as ``ClipEncoder.encode_images`` does."""
+        vectors, errors = [], []
         for payload in payloads:
-            v = np.array(Image.open(io.BytesIO(payload)).convert("RGB").getpixel((0, 0)) + (0,), dtype=np.float32)
+            try:
+                pixel = Image.open(io.BytesIO(payload)).convert("RGB").getpixel((0, 0))
+            except Exception as exc:
+                errors.append(f"{type(exc).__name__}: {exc}")
+                continue
+            v = np.array(pixel + (0,), dtype=np.float32)
             vectors.append(v / np.linalg.norm(v))
-        return np.array(vectors, dtype=np.float32), [""] * len(payloads)
+            errors.append("")
+        return np.array(vectors, dtype=np.float32), errors
 
     def encode_texts(self, texts):
         out = []

@@ -13,12 +13,10 @@ import json
 from pathlib import Path
 
 import apache_beam as beam
-import numpy as np
 import pyarrow.parquet as pq
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
-from PIL import Image
 
 from imagegen import photo
 from mmcurate.filters import reasons
@@ -27,6 +25,7 @@ from mmcurate.pipeline.run import run_curation
 from mmcurate.schemas import KIND_ERROR, KIND_REJECTED, CapturedImage, Decision, Document, ImageNode, Provenance, TextNode
 from mmcurate.schemas.tables import PAIRS, PAIRS_SCHEMA, to_table
 from mmcurate.stages.recycle import RecyclePairs
+from tinyclip import ColourEncoder
 
 BOOKS = Path(__file__).resolve().parents[1] / "fixtures" / "warc" / "books.toscrape.warc"
 
@@ -43,29 +42,8 @@ def marked(seed: int, colour: str, size=(320, 240)) -> bytes:
     return buffer.getvalue()
 
 
-class FakeEncoder:
-    """Images by the colour of their top-left pixel, texts by the colour words in them."""
-
-    def encode_images(self, payloads):
-        vectors = []
-        for payload in payloads:
-            r, g, b = Image.open(io.BytesIO(payload)).convert("RGB").getpixel((0, 0))
-            v = np.array([r, g, b, 0], dtype=np.float32)
-            vectors.append(v / np.linalg.norm(v))
-        return np.array(vectors), [""] * len(payloads)
-
-    def encode_texts(self, texts):
-        out = []
-        for text in texts:
-            v = np.array([("red" in text) * 1.0, ("green" in text) * 1.0, ("blue" in text) * 1.0, 0.0], dtype=np.float32)
-            if not v.any():
-                v[3] = 1.0
-            out.append(v / np.linalg.norm(v))
-        return np.array(out)
-
-
 def fake_loader(config):
-    return FakeEncoder()
+    return ColourEncoder()
 
 
 def url(name: str) -> str:

@@ -20,7 +20,7 @@ from mmcurate.pipeline.config import ConfigError, ScoringConfig, load_config
 from mmcurate.schemas import Document, ImageNode, Provenance, TextNode
 from mmcurate.stages import scoring
 from mmcurate.stages.scoring import ChecksumError, ClipEncoder, ScoreImageText, load_clip
-from tinyclip import save_tiny_clip
+from tinyclip import ColourEncoder, save_tiny_clip
 
 COLOURS = {"red": (255, 0, 0), "green": (0, 255, 0), "blue": (0, 0, 255)}
 
@@ -35,34 +35,8 @@ PAYLOADS = {colour: png(colour) for colour in COLOURS}
 IDS = {colour: hashlib.sha256(data).hexdigest() for colour, data in PAYLOADS.items()}
 
 
-class FakeEncoder:
-    """Colour words and solid colours on three axes, anything else on a fourth:
-    a red image has similarity 1 with a text saying "red", 0 with other texts."""
-
-    def encode_images(self, payloads):
-        vectors, errors = [], []
-        for payload in payloads:
-            try:
-                r, g, b = Image.open(io.BytesIO(payload)).convert("RGB").getpixel((0, 0))
-            except Exception as exc:
-                errors.append(f"{type(exc).__name__}: {exc}")
-                continue
-            vectors.append(np.array([r, g, b, 0], dtype=np.float32) / 255.0)
-            errors.append("")
-        return np.array(vectors, dtype=np.float32), errors
-
-    def encode_texts(self, texts):
-        out = []
-        for text in texts:
-            v = np.array([("red" in text) * 1.0, ("green" in text) * 1.0, ("blue" in text) * 1.0, 0.0], dtype=np.float32)
-            if not v.any():
-                v[3] = 1.0
-            out.append(v / np.linalg.norm(v))
-        return np.array(out, dtype=np.float32)
-
-
 def fake_loader(config):
-    return FakeEncoder()
+    return ColourEncoder()
 
 
 def image(colour: str, alt: str = "", caption: str = "") -> ImageNode:
@@ -163,7 +137,7 @@ def test_mmc4_assignment_moves_each_image_after_its_sentence():
         image("blue", alt="y"),
     )
     texts = scoring.scoring_texts(d, assign=True)
-    encoder = FakeEncoder()
+    encoder = ColourEncoder()
     vectors, _ = encoder.encode_images([PAYLOADS["red"], PAYLOADS["blue"]])
     scored, removed, n = scoring.score_document(
         d, {IDS["red"]: vectors[0], IDS["blue"]: vectors[1]}, texts, encoder.encode_texts(texts),
