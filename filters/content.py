@@ -17,6 +17,15 @@ TEXT_NODES = "content.text_nodes"
 IMAGE_COUNT = "content.image_count"
 
 
+def not_empty(doc: Document) -> Verdict:
+    """Reject a page from which nothing was extracted: no word and no image. Checked
+    before node cleanup and the image minimum, so an empty page is not reported as a
+    page without images."""
+    if not doc.image_nodes and not any(n.text.strip() for n in doc.text_nodes):
+        return reject(reasons.CONTENT_EMPTY, 0, 1, **{WORD_COUNT: 0.0, IMAGE_COUNT: 0.0})
+    return keep()
+
+
 def has_text(doc: Document) -> Verdict:
     """Reject a document whose main text is empty."""
     nodes = sum(1 for n in doc.text_nodes if n.text.strip())

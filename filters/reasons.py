@@ -12,6 +12,7 @@ HTTP_STATUS_NOT_OK = "http.status_not_ok"
 CONTENT_NO_TEXT = "content.no_text"
 CONTENT_TOO_FEW_WORDS = "content.too_few_words"
 CONTENT_TOO_FEW_IMAGES = "content.too_few_images"
+CONTENT_EMPTY = "content.empty"  # no words and no images at all: nothing was extracted
 
 # dedup (stage: dedup; stages/dedup.py). Each row's detail names the survivor.
 DEDUP_EXACT_TEXT = "dedup.exact_text"
@@ -179,6 +180,7 @@ ALL_REASONS = frozenset(
         CONTENT_NO_TEXT,
         CONTENT_TOO_FEW_WORDS,
         CONTENT_TOO_FEW_IMAGES,
+        CONTENT_EMPTY,
         DEDUP_EXACT_TEXT,
         DEDUP_SAME_URL,
         DEDUP_NEAR_DUPLICATE,

@@ -3,7 +3,8 @@
 One ParDo (``ApplyHeuristicsFn``) runs, per document and cheapest first:
 
 1. URL rules on the normalised URL (``filters/urls.py``);
-2. node cleanup, a named transform (``filters/nodes.py``), then ``nothing_left``;
+2. an empty page (no word, no image) is ``content.empty``;
+   node cleanup, a named transform (``filters/nodes.py``), then ``nothing_left``;
 3. the content minimum: image bounds, non-empty text, word count
    (``filters/content.py``, ``filters/obelics.py``);
 4. fastText language ID, which sets ``language``/``language_score`` on the
@@ -87,6 +88,7 @@ def heuristic_steps(
     pattern = urls.compile_substrings(blocked_substrings)
     if pattern is not None:
         steps.append(partial(urls.blocklisted_substring, pattern=pattern))
+    steps.append(content.not_empty)
     if config.nodes.enabled:
         steps.append(node_cleanup(config))
         steps.append(partial(nodes.nothing_left, min_images=config.min_images))

@@ -11,6 +11,8 @@ JAPANESE = "谷の奥にある港は十八世紀に築かれました。漁船�
 @pytest.mark.parametrize(
     "filter_fn, doc, reason, value, threshold",
     [
+        (content.not_empty, make_doc("e", []), reasons.CONTENT_EMPTY, 0, 1),
+        (content.not_empty, make_doc("e", ["  ", "\n"]), reasons.CONTENT_EMPTY, 0, 1),
         (content.has_text, make_doc("a", [], images=2), reasons.CONTENT_NO_TEXT, 0, 1),
         (content.has_text, make_doc("a", ["   "], images=2), reasons.CONTENT_NO_TEXT, 0, 1),
         (lambda d: content.min_words(d, min_words=50), make_doc("b", "Too short to keep.", images=1), reasons.CONTENT_TOO_FEW_WORDS, 4, 50),
@@ -21,6 +23,11 @@ JAPANESE = "谷の奥にある港は十八世紀に築かれました。漁船�
 def test_rejects_with_reason_value_and_threshold(filter_fn, doc, reason, value, threshold):
     verdict = filter_fn(doc)
     assert (verdict.keep, verdict.reason, verdict.value, verdict.threshold) == (False, reason, value, threshold)
+
+
+def test_a_page_with_text_or_images_is_not_empty():
+    assert content.not_empty(make_doc("t", PROSE)).keep
+    assert content.not_empty(make_doc("i", [], images=1)).keep
 
 
 def test_clean_document_is_kept_and_signals_recorded():

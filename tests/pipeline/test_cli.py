@@ -12,6 +12,15 @@ def test_help_documents_every_flag(capsys):
         assert flag in text
 
 
+def test_help_states_the_default_stages_the_run_uses(capsys):
+    from mmcurate.pipeline.config import RunConfig
+
+    assert main(["run", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert RunConfig().stages == ("heuristics", "dedup")
+    assert "stages to run (default: run.stages of the config, heuristics,dedup;" in out
+
+
 def test_missing_input_fails_before_running_naming_the_path(tmp_path, capsys):
     missing = tmp_path / "nowhere.warc.gz"
     assert main(["run", str(missing), "--output", str(tmp_path / "out")]) == 2

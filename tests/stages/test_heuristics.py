@@ -35,6 +35,7 @@ DOCS = [clean(lang) for lang in LANGS] + [
     make_doc("short", "Only a few words here.", images=1),
     make_doc("noimg", PROSE),
     make_doc("empty", [], images=3),
+    make_doc("nothing", []),
     make_doc("blocked", PROSE, images=1, url="https://www.spam.example/page"),
     make_doc("cookies", ["We use cookies to improve your experience. Accept all cookies."], images=1),
     with_logo_only("logo"),
@@ -46,6 +47,8 @@ EXPECTED_REJECTED = [
     ("short", reasons.CONTENT_TOO_FEW_WORDS),
     ("noimg", reasons.CONTENT_TOO_FEW_IMAGES),
     ("empty", reasons.CONTENT_NO_TEXT),
+    # no word and no image: its own reason, not content.too_few_images
+    ("nothing", reasons.CONTENT_EMPTY),
     ("blocked", reasons.URL_BLOCKLISTED_DOMAIN),
     ("cookies", reasons.NODES_NO_TEXT_LEFT),
     ("logo", reasons.NODES_NO_IMAGES_LEFT),
