@@ -71,7 +71,8 @@ def test_duplicates_across_two_files_name_their_survivors(tmp_path):
         (doc["orchard-edit"], "dedup", reasons.DEDUP_NEAR_DUPLICATE, f"survivor={doc['orchard']}"),
     }
     near = next(r for r in decisions if r["reason"] == reasons.DEDUP_NEAR_DUPLICATE)
-    assert 0.8 < near["value"] < 1.0 and near["threshold"] > 0.8
+    # verified by default: the value is the true Jaccard, the threshold verify_threshold
+    assert 0.8 < near["value"] < 1.0 and near["threshold"] == 0.8 and near["detail"].endswith("jaccard=true")
     assert manifest["totals"] == {"pages": 6, "kept": 3, "rejected": 3, "errors": 0, "conserved": True}
     assert manifest["counter_mismatches"] == []
     assert manifest["stages"]["dedup"]["rejected_by_reason"] == {

@@ -117,7 +117,8 @@ def _run(docs, config=FAST, options=None, kept=None, rejected=None):
 
 def test_url_exact_and_near_duplicates_name_their_survivors():
     p, result = _run(SCENARIO, DedupConfig(), kept=SCENARIO_KEPT, rejected=SCENARIO_REJECTED)
-    threshold = minhash.lsh_threshold(9, 13)
+    # verified by default: the threshold is verify_threshold and the value the true Jaccard
+    threshold = DedupConfig().verify_threshold
     assert_that(
         result.rejected
         | "Values" >> beam.Map(lambda r: (r.doc_id, r.stage, r.reason, 0.2 < r.value <= 1.0, r.threshold, r.detail)),
@@ -127,8 +128,8 @@ def test_url_exact_and_near_duplicates_name_their_survivors():
             + [("a-old", "dedup", reasons.DEDUP_SAME_URL, True, 1.0, "survivor=a-new"),
                ("b", "dedup", reasons.DEDUP_EXACT_TEXT, True, 1.0, "survivor=a-new")]
             + [(f"chain-{i}", "dedup", reasons.DEDUP_NEAR_DUPLICATE, True, threshold,
-                "survivor=chain-3 jaccard=minhash_estimate") for i in (0, 1, 2, 4, 5)]
-            + [("ja-2", "dedup", reasons.DEDUP_NEAR_DUPLICATE, True, threshold, "survivor=ja-1 jaccard=minhash_estimate")]
+                "survivor=chain-3 jaccard=true") for i in (0, 1, 2, 4, 5)]
+            + [("ja-2", "dedup", reasons.DEDUP_NEAR_DUPLICATE, True, threshold, "survivor=ja-1 jaccard=true")]
         ),
         label="values",
     )
@@ -263,4 +264,6 @@ def test_rank_string_orders_by_the_survivor_criteria():
 
 
 def test_the_implied_threshold_is_described():
-    assert "Jaccard 0.819" in describe_lsh(DedupConfig())
+    described = describe_lsh(DedupConfig())
+    assert "16 bands x 8 rows" in described and "Jaccard 0.674" in described
+    assert "verified at true Jaccard >= 0.8" in described
