@@ -29,7 +29,7 @@ from pathlib import Path
 
 import apache_beam as beam
 
-from mmcurate.filters.language import load_language_model
+from mmcurate.filters.language import load_identifier
 from mmcurate.pipeline.config import load_config
 from mmcurate.schemas import Document
 from mmcurate.stages.extract import ExtractDocuments
@@ -63,7 +63,7 @@ def _family(step) -> str:
 
 def time_steps(docs: list[Document], n: int, overrides: list[str]) -> None:
     config = load_config(overrides=overrides).heuristics
-    steps = heuristic_steps(config, language_model=load_language_model(config.language.model_path))
+    steps = heuristic_steps(config, language_model=load_identifier(config.language.identifier, config.language.model_path))
     per_doc: list[float] = []
     per_step: dict[str, float] = defaultdict(float)
     outcomes: Counter = Counter()

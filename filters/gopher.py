@@ -16,12 +16,17 @@ Chinese, Japanese, Thai and other unspaced scripts, so such a page is measured i
 characters and never "one word long". The mean-word-length rule is about spaced
 scripts and is not applied when most letters are unspaced (the signal is then not
 written); the stop-word rule applies only to languages that config gives stop
-words for (English by default, as Gopher).
+words for (English by default, as Gopher). Word length counts letters: combining
+marks are part of a word (``text.word_units``), and a Hangul syllable block counts
+as the 2 or 3 letters (jamo) it is written with (its canonical decomposition), so a
+Korean word is measured in letters as an English one is; a clean Korean page is not
+"short-worded" because each block holds a syllable.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Mapping
 
 import numpy as np
@@ -57,6 +62,14 @@ _ELLIPSES = ("...", "…")
 _PARAGRAPH_BREAK = re.compile(r"\n{2,}")
 # Unspaced text is not judged by mean word length when this share of letters or more is unspaced.
 _UNSPACED_MAJORITY = 0.5
+_HANGUL_SYLLABLES = re.compile("[\uac00-\ud7a3]")
+
+
+def word_letters(word: str) -> int:
+    """Letters of a word: code points, with each Hangul syllable as its jamo."""
+    if _HANGUL_SYLLABLES.search(word):
+        return len(unicodedata.normalize("NFD", word))
+    return len(word)
 
 
 def quality(
@@ -85,7 +98,7 @@ def quality(
     check_length = unspaced_ratio(text) < _UNSPACED_MAJORITY
     if check_length:
         spaced = spaced_words(text)
-        mean_len = sum(map(len, spaced)) / len(spaced) if spaced else 0.0
+        mean_len = sum(map(word_letters, spaced)) / len(spaced) if spaced else 0.0
         signals[MEAN_WORD_LENGTH] = mean_len
     symbols = text.count("#") + sum(text.count(e) for e in _ELLIPSES)
     signals[SYMBOL_WORD_RATIO] = symbol_ratio = symbols / words if words else 0.0

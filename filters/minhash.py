@@ -27,7 +27,6 @@ Pipeline of pure functions, each a step of the `dedup` stage's near-duplicate pa
 from __future__ import annotations
 
 import hashlib
-import re
 import unicodedata
 import zlib
 from functools import lru_cache
@@ -37,13 +36,11 @@ import numpy as np
 from datasketch import MinHash
 from datasketch.hashfunc import sha1_hash32
 
-# The unit patterns of filters.text.count_words, so that a shingle's units are the
-# units the word counts use.
-from mmcurate.filters.text import _SPACED_WORD, _UNSPACED_CHAR, unspaced_ratio
+# The units of filters.text.count_words, so that a shingle's units are the units
+# the word counts use.
+from mmcurate.filters.text import unspaced_ratio, word_units
 
 ShingleHash = Literal["sha1", "crc32"]
-
-_UNIT = re.compile(f"{_UNSPACED_CHAR.pattern}|{_SPACED_WORD.pattern}")
 
 
 def fold(text: str) -> str:
@@ -53,7 +50,7 @@ def fold(text: str) -> str:
 
 def units(text: str) -> list[str]:
     """Word units of the folded text, in order."""
-    return _UNIT.findall(fold(text))
+    return word_units(fold(text))
 
 
 def shingles(text: str, word_ngram: int, char_ngram: int, unspaced_cutoff: float) -> list[str]:

@@ -11,7 +11,10 @@ Removal reasons:
 - ``boilerplate``: a short text node that is a cookie/consent banner, a
   share/follow/subscribe line, "read more", a breadcrumb trail or a copyright line;
 - ``special_characters``, ``character_repetition``, ``word_repetition``: a text node
-  over OBELICS's node-level cutoffs (``filters/obelics.py``);
+  over the node-level cutoffs, measured as ``filters/obelics.py`` says (by default
+  punctuation and symbols among non-space characters, and repeats only, so that a
+  clean paragraph that names one long term twice, or is full of dates and figures,
+  stays);
 - ``tiny_image``: an image whose declared width or height is under the minimum;
 - ``image_url``: an image whose URL marks it as a logo, icon, avatar, spacer,
   tracking pixel or other page furniture (OBELICS drops URLs containing logo,
@@ -27,7 +30,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from mmcurate.filters import reasons
-from mmcurate.filters.obelics import character_repetition_ratio, special_character_ratio, word_repetition_ratio
+from mmcurate.filters.obelics import SPECIAL_MEASURES, character_repetition_ratio, word_repetition_ratio
 from mmcurate.filters.text import count_words
 from mmcurate.filters.verdict import Verdict, keep, reject
 from mmcurate.schemas import Document, ImageNode, TextNode
@@ -129,15 +132,18 @@ class NodeCleanup:
     max_character_repetition_ratio: float
     word_repetition_length: int
     max_word_repetition_ratio: float
+    special_measure: str = "non_space"
+    repeats_only: bool = True
 
     def text_reason(self, text: str) -> str | None:
         if is_boilerplate(text, max_words=self.boilerplate_max_words):
             return BOILERPLATE
-        if special_character_ratio(text) > self.max_special_character_ratio:
+        if SPECIAL_MEASURES[self.special_measure](text) > self.max_special_character_ratio:
             return SPECIAL_CHARACTERS
-        if character_repetition_ratio(text, self.character_repetition_length) > self.max_character_repetition_ratio:
+        repeats = self.repeats_only
+        if character_repetition_ratio(text, self.character_repetition_length, repeats_only=repeats) > self.max_character_repetition_ratio:
             return CHARACTER_REPETITION
-        if word_repetition_ratio(text, self.word_repetition_length) > self.max_word_repetition_ratio:
+        if word_repetition_ratio(text, self.word_repetition_length, repeats_only=repeats) > self.max_word_repetition_ratio:
             return WORD_REPETITION
         return None
 

@@ -4,9 +4,28 @@ An Open Web-Scale Filtered Dataset of Interleaved Image-Text Documents", section
 ``obelics/configs/config_filter_web_documents.yaml``).
 
 Document level: 1-30 images (the lower bound is ``content.min_images``), 10-2,000
-words, special-character ratio <= 0.275, 10-character repetition ratio <= 0.1,
-5-word repetition ratio <= 0.2. The same measures run per text node in node cleanup
-(``filters/nodes.py``) with the node-level cutoffs (0.3, 0.1, 0.1).
+words in OBELICS (mmcurate's default upper bound is Gopher's 100,000: long
+articles are what a long-context corpus wants), special-character ratio <= 0.275,
+10-character repetition ratio <= 0.1, 5-word repetition ratio <= 0.2. The same
+measures run per text node in node cleanup (``filters/nodes.py``) with the
+node-level cutoffs (0.3, 0.1, 0.1).
+
+Two measures are counted differently by default (config picks OBELICS's):
+
+- ``special_character_measure="non_space"``: OBELICS counts whitespace and digits as special, so the
+  ratio of clean text depends on the script's word length (a clean Korean or
+  Vietnamese page sits at 0.28-0.30, English at ~0.20, an encyclopedia paragraph
+  with dates and figures at 0.22-0.30 against a 0.3 node cutoff). mmcurate counts
+  punctuation, symbols (emoji included) and control characters among the
+  non-whitespace characters; digits, letters and combining marks are not special.
+  Clean prose in 28 languages measures 0.014-0.088 (Chinese, whose full-width
+  punctuation is one character in eleven, the highest); menus, code, JSON and
+  symbol runs 0.16-1.0 (``tests/filters/test_rule_sets.py``).
+- ``repeats_only`` (node cleanup): a repeated n-gram counts its repeats, not its
+  first occurrence. On a short paragraph OBELICS's ratio is dominated by any one
+  phrase that occurs twice (a 300-character paragraph naming
+  "1,3,7-trimethylxanthine" twice measures ~0.1); counting repeats halves that and
+  leaves degenerate text (a phrase four times: 3/4 of its occurrences) caught.
 
 The ratios are defined as in OBELICS (after BigScience ROOTS, Laurençon et al.
 2022): the character repetition ratio is the share of character n-gram occurrences
@@ -52,6 +71,23 @@ def special_character_ratio(text: str) -> float:
     return special / len(text)
 
 
+_NON_SPACE_SPECIAL = re.compile(r"[^\w\s]")
+
+
+def symbol_character_ratio(text: str) -> float:
+    """Share of the non-whitespace characters that are punctuation, symbols (emoji
+    included) or control characters; letters, combining marks and digits are not
+    (module doc, ``special_character_measure="non_space"``)."""
+    non_space = len(text) - sum(1 for ch in text if ch.isspace())
+    if non_space <= 0:
+        return 0.0
+    special = sum(1 for ch in _NON_SPACE_SPECIAL.findall(text) if ch < "\u0300" or unicodedata.category(ch)[0] != "M")
+    return special / non_space
+
+
+SPECIAL_MEASURES = {"non_space": symbol_character_ratio, "obelics": special_character_ratio}
+
+
 # Below this many n-grams a Counter is faster than numpy's per-call overhead, which
 # dominates on pages of hundreds of short nodes (the rules run per node).
 _SMALL_NGRAMS = 256
@@ -61,34 +97,40 @@ def _ngram_counts_small(items, n: int) -> list[int]:
     return list(Counter(tuple(items[i : i + n]) for i in range(len(items) - n + 1)).values())
 
 
-def character_repetition_ratio(text: str, n: int) -> float:
+def character_repetition_ratio(text: str, n: int, *, repeats_only: bool = False) -> float:
     """Share of character n-gram occurrences held by the sqrt(distinct) most
-    frequent repeated n-grams."""
+    frequent repeated n-grams (``repeats_only``: their occurrences after the first)."""
     if len(text) < n:
         return 0.0
+    first = 1 if repeats_only else 0
     if len(text) - n + 1 <= _SMALL_NGRAMS:
         counts = sorted(Counter(text[i : i + n] for i in range(len(text) - n + 1)).values(), reverse=True)
         repeated = sum(1 for c in counts if c > 1)
         top = min(math.isqrt(len(counts)), repeated)
-        return sum(counts[:top]) / sum(counts) if top else 0.0
+        return (sum(counts[:top]) - first * top) / sum(counts) if top else 0.0
     _, counts = np.unique(ngram_hashes(char_ids(text), n), return_counts=True)
     repeated = int(np.count_nonzero(counts > 1))
     top = min(math.isqrt(len(counts)), repeated)
     if top == 0:
         return 0.0
-    return float(np.sort(counts)[::-1][:top].sum()) / float(counts.sum())
+    return float(np.sort(counts)[::-1][:top].sum() - first * top) / float(counts.sum())
 
 
-def word_repetition_ratio(text: str, n: int) -> float:
-    """Share of word n-gram occurrences whose n-gram occurs more than once."""
-    words = [w.casefold() for w in word_units(text)]
+def word_repetition_ratio(text: str, n: int, *, repeats_only: bool = False, words: list[str] | None = None) -> float:
+    """Share of word n-gram occurrences whose n-gram occurs more than once
+    (``repeats_only``: the occurrences after the first). ``words``: the casefolded
+    word units of ``text`` when the caller has them."""
+    if words is None:
+        words = [w.casefold() for w in word_units(text)]
     if len(words) < n:
         return 0.0
+    first = 1 if repeats_only else 0
     if len(words) - n + 1 <= _SMALL_NGRAMS:
         counts = _ngram_counts_small(words, n)
-        return sum(c for c in counts if c > 1) / sum(counts)
+        return sum(c - first for c in counts if c > 1) / sum(counts)
     _, counts = np.unique(ngram_hashes(token_ids(words), n), return_counts=True)
-    return float(counts[counts > 1].sum()) / float(counts.sum())
+    repeated = counts[counts > 1]
+    return float(repeated.sum() - first * len(repeated)) / float(counts.sum())
 
 
 def image_count(doc: Document, *, max_images: int) -> Verdict:
@@ -117,6 +159,7 @@ def word_bounds(doc: Document, *, min_words: int, max_words: int, max_image_word
 def text_ratios(
     doc: Document,
     *,
+    special_character_measure: str = "non_space",
     max_special_character_ratio: float,
     character_repetition_length: int,
     max_character_repetition_ratio: float,
@@ -126,7 +169,7 @@ def text_ratios(
     """Special-character, character-repetition and word-repetition ratios of the
     whole text, against the document-level cutoffs."""
     text = doc.text
-    special = special_character_ratio(text)
+    special = SPECIAL_MEASURES[special_character_measure](text)
     signals = {SPECIAL_CHARACTER_RATIO: special}
     if special > max_special_character_ratio:
         return reject(reasons.OBELICS_SPECIAL_CHARACTERS, special, max_special_character_ratio, **signals)

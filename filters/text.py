@@ -1,9 +1,16 @@
-"""Text measures that work beyond English.
+r"""Text measures that work beyond English.
 
 Scripts written without spaces between words (Chinese, Japanese, Thai, Lao, Khmer,
-Myanmar, Tibetan) are counted per character: one character is one word unit, so a
-Chinese page is never "one word long". Everything else is counted by runs of
-letters and digits (which also splits on punctuation, not on spaces alone).
+Myanmar, Tibetan) are counted per character: one character (with the combining
+marks that follow it: a Thai vowel sign is part of its consonant) is one word unit,
+so a Chinese page is never "one word long". Everything else is counted by runs of
+letters, combining marks and digits (which also splits on punctuation, not on
+spaces alone). Combining marks (Unicode Mn, Mc, Me) belong to the word they sit
+in: Devanagari, Bengali and Tamil vowel signs and viramas, Arabic harakat, Yoruba
+and Vietnamese tone marks written as combining characters. Python's ``re`` does
+not count them as word characters, so these patterns use the ``regex`` module's
+``\p{M}``; pure-ASCII text (no marks, no unspaced scripts) takes ``re``'s faster path
+with the same result.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ import re
 import unicodedata
 
 import numpy as np
+import regex
 
 # Unicode blocks of scripts written without word separators.
 _UNSPACED = (
@@ -30,14 +38,22 @@ _UNSPACED = (
     "\U00020000-\U0002ebef"  # CJK extensions B-F
 )
 _UNSPACED_CHAR = re.compile(f"[{_UNSPACED}]")
+# One unit of an unspaced script: a character and the combining marks after it.
+_UNSPACED_UNIT = f"[{_UNSPACED}]\\p{{M}}*"
 # A word of a spaced script: a run of letters, marks and digits (apostrophes and
 # hyphens inside a word keep it whole: "don't", "state-of-the-art").
-_SPACED_WORD = re.compile(rf"(?:(?![{_UNSPACED}])[\w])+(?:['’\-](?:(?![{_UNSPACED}])[\w])+)*")
+_WORD_CHAR = f"[[\\w\\p{{M}}]--[{_UNSPACED}]]"
+_SPACED_WORD = regex.compile(f"{_WORD_CHAR}+(?:['’\\-]{_WORD_CHAR}+)*", regex.V1)
+# The same on ASCII text, where \w has no marks and no unspaced script to leave out.
+_ASCII_WORD = re.compile(r"\w+(?:['\-]\w+)*")
+_UNSPACED_UNITS = regex.compile(_UNSPACED_UNIT, regex.V1)
 
 
 def count_words(text: str) -> int:
     """Word units: spaced-script words plus unspaced-script characters."""
-    return len(_UNSPACED_CHAR.findall(text)) + len(_SPACED_WORD.findall(text))
+    if text.isascii():
+        return len(_ASCII_WORD.findall(text))
+    return len(_UNSPACED_UNITS.findall(text)) + len(_SPACED_WORD.findall(text))
 
 
 def unspaced_ratio(text: str) -> float:
@@ -45,7 +61,7 @@ def unspaced_ratio(text: str) -> float:
     letters = sum(1 for ch in text if ch.isalpha())
     if not letters:
         return 0.0
-    return len(_UNSPACED_CHAR.findall(text)) / letters
+    return min(1.0, len(_UNSPACED_CHAR.findall(text)) / letters)
 
 
 def fold_for_hash(text: str) -> str:
@@ -57,33 +73,45 @@ def fold_for_hash(text: str) -> str:
 
 # One word unit in reading order: an unspaced-script character, or a spaced-script
 # word as ``count_words`` counts it. ``len(word_units(t)) == count_words(t)``.
-_WORD_UNIT = re.compile(rf"[{_UNSPACED}]|{_SPACED_WORD.pattern}")
+_WORD_UNIT = regex.compile(f"{_UNSPACED_UNIT}|{_SPACED_WORD.pattern}", regex.V1)
 # Punctuation of CJK text, written without a space before the next character.
 _CJK_PUNCT = "\u3000-\u303f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65"
 # A whitespace-delimited token as Gopher counts words, except that an unspaced-script
 # character is a token of its own and CJK punctuation belongs to no token.
-_TOKEN = re.compile(rf"[{_UNSPACED}]|[^\s{_UNSPACED}{_CJK_PUNCT}]+")
+_TOKEN = regex.compile(f"{_UNSPACED_UNIT}|[^\\s{_UNSPACED}{_CJK_PUNCT}]+", regex.V1)
+_ASCII_TOKEN = re.compile(r"\S+")
 
 # Marks that end a sentence, across scripts: Latin, CJK (full and half width),
-# Arabic, Devanagari, Armenian, Ethiopic, Myanmar; a closing quote after them counts.
+# Arabic, Devanagari, Armenian, Ethiopic, Myanmar, Khmer, Tibetan; a closing quote
+# after them counts.
 TERMINAL_PUNCTUATION = (
     ".", "!", "?", "\u2026",  # … (Latin)
     "\u3002", "\uff01", "\uff1f", "\uff0e", "\uff61",  # 。！？．｡
     "\u061f", "\u06d4",  # Arabic ؟ ۔
     "\u0964", "\u0965",  # Devanagari । ॥
     "\u0589", "\u1362", "\u104b",  # Armenian ։, Ethiopic ።, Myanmar ။
+    "\u17d4", "\u17d5", "\u0f0d",  # Khmer ។ ៕, Tibetan །
 )
 _CLOSING = "\"'\u201d\u2019\u00bb\u300d\u300f\uff09)]\u3011"  # ” ’ » 」 』 ） ) ] 】
-_SENTENCE_END = re.compile(r"[.!?\u2026\u3002\uff01\uff1f\uff61\u061f\u06d4\u0964\u0965\u0589\u1362\u104b]+")
+_SENTENCE_END = re.compile(r"[.!?\u2026\u3002\uff01\uff1f\uff61\u061f\u06d4\u0964\u0965\u0589\u1362\u104b\u17d4\u17d5\u0f0d]+")
+# Thai and Lao end a sentence with a space, not a mark: a line that ends in their
+# letters ends its sentence (The Unicode Standard, ch. 16: Thai and Lao separate
+# phrases and sentences with spaces).
+_SPACE_TERMINATED = re.compile("[\u0e01-\u0e4e\u0e81-\u0ece]$")
+_SPACE_SCRIPT = re.compile("[\u0e01-\u0e4e\u0e81-\u0ece]")
 
 
 def word_units(text: str) -> list[str]:
     """The word units of ``text`` in reading order (see ``count_words``)."""
+    if text.isascii():
+        return _ASCII_WORD.findall(text)
     return _WORD_UNIT.findall(text)
 
 
 def tokens(text: str) -> list[str]:
     """Whitespace-delimited tokens, with unspaced-script characters as tokens of their own."""
+    if text.isascii():
+        return _ASCII_TOKEN.findall(text)
     return _TOKEN.findall(text)
 
 
@@ -93,18 +121,29 @@ def lines(text: str) -> list[str]:
 
 
 def ends_sentence(line: str) -> bool:
-    """Whether ``line`` ends in terminal punctuation (a closing quote may follow it)."""
-    return line.rstrip(_CLOSING).endswith(TERMINAL_PUNCTUATION)
+    """Whether ``line`` ends in terminal punctuation (a closing quote may follow it),
+    or, in Thai and Lao, in a letter: those scripts end a sentence with a space."""
+    end = line.rstrip(_CLOSING)
+    return end.endswith(TERMINAL_PUNCTUATION) or bool(_SPACE_TERMINATED.search(end))
 
 
 def count_sentences(line: str) -> int:
-    """Sentences in one line: runs of terminal punctuation, plus an unterminated tail."""
+    """Sentences in one line: runs of terminal punctuation, plus an unterminated tail;
+    in Thai and Lao, the space-separated runs of their letters (see ``ends_sentence``)."""
     parts = _SENTENCE_END.split(line)
-    return sum(1 for part in parts if part.strip(" " + _CLOSING))
+    count = 0
+    for part in parts:
+        if not part.strip(" " + _CLOSING):
+            continue
+        spaced = [chunk for chunk in part.split() if len(_SPACE_SCRIPT.findall(chunk)) >= 2]
+        count += max(1, len(spaced))
+    return count
 
 
 def spaced_words(text: str) -> list[str]:
     """The words of spaced scripts only (unspaced-script characters left out)."""
+    if text.isascii():
+        return _ASCII_WORD.findall(text)
     return _SPACED_WORD.findall(text)
 
 

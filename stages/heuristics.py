@@ -70,6 +70,8 @@ def node_cleanup(config: HeuristicsConfig) -> nodes.NodeCleanup:
         max_character_repetition_ratio=c.max_character_repetition_ratio,
         word_repetition_length=c.word_repetition_length,
         max_word_repetition_ratio=c.max_word_repetition_ratio,
+        special_measure=c.special_character_measure,
+        repeats_only=c.repetition_counts == "repeats",
     )
 
 
@@ -100,7 +102,9 @@ def heuristic_steps(
     steps.append(content.has_text)
     steps.append(partial(content.min_words, min_words=config.min_words))
     lang = config.language
-    steps.append(partial(language.annotate_language, model=language_model, max_chars=lang.max_chars))
+    steps.append(
+        partial(language.annotate_language, model=language_model, max_chars=lang.max_chars, min_line_chars=lang.min_line_chars)
+    )
     steps.append(partial(language.language_allowed, allowed=frozenset(lang.allowed), min_score=lang.min_score))
     # -- safety: flagged words, once the language is known (filters/flagged_words.py).
     # The document rule reads the text as extracted; the node rule then removes the
@@ -132,7 +136,7 @@ def heuristic_steps(
                 max_ellipsis_lines_ratio=g.max_ellipsis_lines_ratio,
                 min_alphabetic_word_ratio=g.min_alphabetic_word_ratio,
                 min_stop_words=g.min_stop_words,
-                stop_words={k: frozenset(w.casefold() for w in v) for k, v in g.stop_words.items()},
+                stop_words={language.canonical_language(k): frozenset(w.casefold() for w in v) for k, v in g.stop_words.items()},
             )
         )
     if o.enabled:
@@ -182,6 +186,7 @@ def heuristic_steps(
         steps.append(
             partial(
                 obelics.text_ratios,
+                special_character_measure=o.special_character_measure,
                 max_special_character_ratio=o.max_special_character_ratio,
                 character_repetition_length=o.character_repetition_length,
                 max_character_repetition_ratio=o.max_character_repetition_ratio,
@@ -213,7 +218,7 @@ class ApplyHeuristicsFn(beam.DoFn):
         cfg = self._config
         self._steps = heuristic_steps(
             cfg,
-            language_model=language.load_language_model(cfg.language.model_path),
+            language_model=language.load_identifier(cfg.language.identifier, cfg.language.model_path),
             blocked_domains=urls.parse_domains(read_blocklists(cfg.urls.domain_blocklists)),
             blocked_substrings=read_blocklists(cfg.urls.substring_blocklists),
             flagged_words=load_flagged_words(cfg.flagged_words),
@@ -255,11 +260,14 @@ def check_inputs(config: HeuristicsConfig) -> None:
     if config.flagged_words.enabled and config.flagged_words.lists_dir:
         if not FileSystems.exists(config.flagged_words.lists_dir):
             raise FileNotFoundError(f"heuristics.flagged_words.lists_dir: not found: {config.flagged_words.lists_dir}")
-    if config.language.model_path:
-        if not FileSystems.exists(config.language.model_path):
-            raise FileNotFoundError(f"heuristics.language.model_path: file not found: {config.language.model_path}")
+    if config.language.identifier == "lid176":
+        if config.language.model_path:
+            if not FileSystems.exists(config.language.model_path):
+                raise FileNotFoundError(f"heuristics.language.model_path: file not found: {config.language.model_path}")
+        else:
+            language.shipped_model_path()
     else:
-        language.shipped_model_path()
+        language.check_identifier_installed(config.language.identifier)
 
 
 class ApplyTextHeuristics(beam.PTransform):

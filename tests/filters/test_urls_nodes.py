@@ -94,3 +94,48 @@ def test_content_that_only_looks_like_boilerplate_stays(text):
 def test_long_paragraph_mentioning_cookies_is_not_boilerplate():
     text = PROSE + " This site uses cookies, the bakery says, and sells them by the kilo."
     assert not nodes.is_boilerplate(text, max_words=30)
+
+
+# -- node cleanup keeps clean prose (issue: repeated term, figures and dates) ----------
+
+CAFFEINE = (
+    "Caffeine, or 1,3,7-trimethylxanthine, is a stimulant of the central nervous system found in the seeds, "
+    "nuts and leaves of several plants native to Africa, East Asia and South America. Chemists first isolated "
+    "1,3,7-trimethylxanthine from coffee beans in 1819."
+)
+CENSUS = (
+    "The population was 12,345 at the 2010 census, up from 11,020 in 2000 and 9,874 in 1990. The town covers "
+    "23.4 km2 (9.0 sq mi), of which 1.2 km2 (0.5 sq mi) is water; its elevation is 312 m (1,024 ft) above sea level."
+)
+
+
+def test_node_cleanup_keeps_a_paragraph_that_names_one_term_twice_and_one_full_of_figures():
+    from mmcurate.filters.obelics import character_repetition_ratio, special_character_ratio
+    from mmcurate.pipeline.config import HeuristicsConfig
+    from mmcurate.stages.heuristics import node_cleanup
+
+    # OBELICS's own measures would cut both at its node cutoffs (0.1 and 0.3)
+    assert character_repetition_ratio(CAFFEINE, 10) > 0.1
+    assert special_character_ratio(CENSUS) > 0.3
+    cleanup = node_cleanup(HeuristicsConfig())
+    assert cleanup.text_reason(CAFFEINE) is None and cleanup.text_reason(CENSUS) is None
+    exact = node_cleanup(HeuristicsConfig(nodes={"special_character_measure": "obelics", "repetition_counts": "obelics",
+                                                 "max_special_character_ratio": 0.3}))
+    assert exact.text_reason(CAFFEINE) == nodes.CHARACTER_REPETITION
+    assert exact.text_reason(CENSUS) == nodes.SPECIAL_CHARACTERS
+
+
+@pytest.mark.parametrize(
+    "text, reason",
+    [
+        ("=== *** --- === *** --- ~~~ +++ ### @@@", nodes.SPECIAL_CHARACTERS),
+        ('{"id": 12, "name": "x", "tags": [1, 2, 3], "ok": true}', nodes.SPECIAL_CHARACTERS),
+        ("★★★★☆ (4.5) ♥♥♥ !!! $$$ ✓✓✓ → → →", nodes.SPECIAL_CHARACTERS),
+        ("Buy the best cheap shoes online now. " * 4, nodes.CHARACTER_REPETITION),
+    ],
+)
+def test_node_cleanup_still_removes_degenerate_nodes(text, reason):
+    from mmcurate.pipeline.config import HeuristicsConfig
+    from mmcurate.stages.heuristics import node_cleanup
+
+    assert node_cleanup(HeuristicsConfig()).text_reason(text) == reason
