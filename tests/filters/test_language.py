@@ -64,3 +64,67 @@ def test_empty_text_has_no_language(model):
 def test_a_missing_model_path_fails_naming_it(tmp_path):
     with pytest.raises(FileNotFoundError, match="language model not found"):
         language.load_language_model(tmp_path / "nope.ftz")
+
+
+# -- one code scheme, macrolanguage groups, heliport (the default) ---------------------
+
+ALL_FIXTURES = sorted(p.stem for p in TEXT_DIR.glob("*.txt"))
+
+
+@pytest.fixture(scope="module")
+def heliport_identifier():
+    return language.load_identifier("heliport")
+
+
+@pytest.mark.parametrize(
+    "code, expected",
+    [("hr", "hbs"), ("hrv", "hbs"), ("bs", "hbs"), ("sr", "hbs"), ("sh", "hbs"), ("hbs", "hbs"),
+     ("nb", "no"), ("nno", "no"), ("nob", "no"), ("id", "ms"), ("zsm", "ms"), ("msa", "ms"),
+     ("cmn", "zh"), ("zh", "zh"), ("arz", "ar"), ("eng", "en"), ("deu", "de"), ("so", "so"), ("yor", "yo"),
+     ("EN", "en"), ("", ""), ("bh", "bh")],
+)
+def test_codes_map_into_one_scheme(code, expected):
+    assert language.canonical_language(code) == expected
+
+
+@pytest.mark.parametrize("lang", ALL_FIXTURES)
+def test_heliport_keeps_every_clean_fixture_page(heliport_identifier, lang):
+    doc = make_doc(f"clean-{lang}", (TEXT_DIR / f"{lang}.txt").read_text(encoding="utf-8").split("\n\n"), images=1)
+    out = language.annotate_language(doc, model=heliport_identifier, max_chars=4000, min_line_chars=40)
+    assert out.language == language.canonical_language(lang)
+    assert language.language_allowed(out, allowed=frozenset(), min_score=0.65).keep
+    assert out.signals[language.LANGUAGE_THRESHOLD] >= 0
+
+
+@pytest.mark.parametrize("lang", ["hr", "bs", "nb", "ms", "id"])
+def test_lid176_sums_a_macrolanguage_before_the_threshold(model, lang):
+    """lid.176 splits a Croatian page among hr/sh/sr/bs: no one member reaches 0.65, the group does."""
+    text = (TEXT_DIR / f"{lang}.txt").read_text(encoding="utf-8")
+    top = language.predict_language(model, text, max_chars=4000)
+    doc = language.annotate_language(make_doc(lang, text.split("\n\n"), images=1), model=model, max_chars=4000)
+    assert doc.language == language.canonical_language(lang) and doc.language_score >= 0.65
+    assert doc.language_score > top.score
+    assert language.language_allowed(doc, allowed=frozenset(), min_score=0.65).keep
+
+
+def test_heliport_rejects_text_without_language_below_its_threshold(heliport_identifier):
+    noise = language.annotate_language(make_doc("n", "qzx vbn kk ok fjord xq"), model=heliport_identifier, max_chars=4000)
+    verdict = language.language_allowed(noise, allowed=frozenset(), min_score=0.65)
+    assert (verdict.keep, verdict.reason) == (False, reasons.LANGUAGE_LOW_SCORE)
+    assert verdict.threshold == noise.signals.get(language.LANGUAGE_THRESHOLD, 0.65)
+    empty = language.annotate_language(make_doc("e", "12 34 !!"), model=heliport_identifier, max_chars=4000)
+    assert (empty.language, empty.language_score) == ("", 0.0)
+
+
+def test_sample_leaves_out_short_lines_urls_and_numbers():
+    text = "Home\nMenu\n" + PROSE + " https://example.org/a?b=1 2024 12:30"
+    sample = language.clean_sample(text, max_chars=4000, min_line_chars=40)
+    assert "Home" not in sample and "https" not in sample and "2024" not in sample and sample.startswith("The harbour")
+    assert language.clean_sample("Home\nMenu", max_chars=4000, min_line_chars=40) == "Home Menu"
+
+
+def test_allowed_languages_in_config_use_the_scheme():
+    from mmcurate.pipeline.config import LanguageConfig
+
+    assert LanguageConfig(allowed=("hr", "nb", "eng")).allowed == ("hbs", "no", "en")
+    assert LanguageConfig().identifier == "heliport"

@@ -133,3 +133,50 @@ def test_missing_blocklist_fails_at_construction_naming_the_key(tmp_path):
     config = HeuristicsConfig(urls=UrlConfig(substring_blocklists=(str(tmp_path / "nope.txt"),)))
     with pytest.raises(FileNotFoundError, match="heuristics.urls.substring_blocklists: file not found"):
         ApplyTextHeuristics(config)
+
+
+# -- long articles are kept (a long-context corpus wants them most) ---------------------
+
+LONG_DIR = TEXT_DIR / "long"
+
+
+def illustrated(doc_id, lang, images, every):
+    """A long article from tests/fixtures/text/long/<lang>.txt with an image after every ``every`` paragraphs."""
+    paragraphs = [p.strip() for p in (LONG_DIR / f"{lang}.txt").read_text(encoding="utf-8").split("\n\n") if p.strip()]
+    doc = make_doc(doc_id, [])
+    nodes = []
+    for i, p in enumerate(paragraphs, 1):
+        nodes.append(dataclasses.replace(make_doc("x", p).nodes[0]))
+        if i % every == 0 and sum(isinstance(n, ImageNode) for n in nodes) < images:
+            nodes.append(ImageNode(f"https://example.org/{doc_id}/figure-{i}.jpg", alt=f"figure {i}"))
+    return dataclasses.replace(doc, nodes=tuple(nodes))
+
+
+@pytest.fixture(scope="module")
+def identifier():
+    from mmcurate.filters.language import load_identifier
+
+    return load_identifier("heliport")
+
+
+def _outcome(config, doc, identifier):
+    from mmcurate.stages.common import apply_filters
+    from mmcurate.stages.heuristics import heuristic_steps
+
+    out, verdict = apply_filters(doc, heuristic_steps(config, language_model=identifier))
+    return out, (verdict.reason if verdict else "kept")
+
+
+def test_a_4000_word_article_with_ten_images_is_kept_and_obelics_exact_rejects_it(identifier):
+    doc = illustrated("long-en", "en", images=10, every=6)
+    assert len(doc.image_nodes) == 10
+    out, outcome = _outcome(HeuristicsConfig(), doc, identifier)
+    assert outcome == "kept" and out.signals["obelics.word_count"] > 3900 and out.language == "en"
+    _, exact = _outcome(HeuristicsConfig(obelics={"max_words": 2000}), doc, identifier)
+    assert exact == reasons.OBELICS_TOO_MANY_WORDS
+
+
+def test_a_2000_character_chinese_article_is_kept(identifier):
+    doc = illustrated("long-zh", "zh", images=3, every=4)
+    out, outcome = _outcome(HeuristicsConfig(), doc, identifier)
+    assert len(doc.text) > 2000 and outcome == "kept" and out.language == "zh"
