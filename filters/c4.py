@@ -18,7 +18,7 @@ page is not a page "without punctuation".
 from __future__ import annotations
 
 from mmcurate.filters import reasons
-from mmcurate.filters.text import count_sentences, count_words, ends_sentence, lines
+from mmcurate.filters.text import TextView, count_sentences, count_words, ends_sentence, view_of
 from mmcurate.filters.verdict import Verdict, keep, reject
 from mmcurate.schemas import Document
 
@@ -43,12 +43,14 @@ def rules(
     max_policy_fraction: float,
     reject_lorem_ipsum: bool,
     reject_curly_bracket: bool,
+    view: TextView | None = None,
 ) -> Verdict:
-    text = doc.text
+    v = view_of(doc, view)
+    text = v.text
     lowered = text.casefold()
     total = no_punct = javascript = policy = too_short = 0
     sentences = 0
-    for line in lines(text):
+    for line in v.lines:
         words = count_words(line)
         low = line.casefold()
         total += words

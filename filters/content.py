@@ -8,7 +8,7 @@ since an interleaved image-text document without images is a text document.
 from __future__ import annotations
 
 from mmcurate.filters import reasons
-from mmcurate.filters.text import count_words
+from mmcurate.filters.text import TextView, view_of
 from mmcurate.filters.verdict import Verdict, keep, reject
 from mmcurate.schemas import Document
 
@@ -34,9 +34,9 @@ def has_text(doc: Document) -> Verdict:
     return keep(**{TEXT_NODES: float(nodes)})
 
 
-def min_words(doc: Document, *, min_words: int) -> Verdict:
+def min_words(doc: Document, *, min_words: int, view: TextView | None = None) -> Verdict:
     """Reject a document with fewer than ``min_words`` word units in its main text."""
-    words = count_words(doc.text)
+    words = view_of(doc, view).word_count
     if words < min_words:
         return reject(reasons.CONTENT_TOO_FEW_WORDS, words, min_words, **{WORD_COUNT: float(words)})
     return keep(**{WORD_COUNT: float(words)})

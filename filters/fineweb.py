@@ -17,7 +17,7 @@ units (``text.count_words``), so Chinese and Japanese are counted per character.
 from __future__ import annotations
 
 from mmcurate.filters import reasons
-from mmcurate.filters.text import count_words, ends_sentence, lines
+from mmcurate.filters.text import TextView, ends_sentence, view_of
 from mmcurate.filters.verdict import Verdict, keep, reject
 from mmcurate.schemas import Document
 
@@ -35,9 +35,11 @@ def rules(
     max_short_line_ratio: float,
     max_duplicate_line_char_ratio: float,
     max_newline_word_ratio: float,
+    view: TextView | None = None,
 ) -> Verdict:
-    text = doc.text
-    text_lines = lines(text)
+    v = view_of(doc, view)
+    text = v.text
+    text_lines = v.lines
     n_lines = len(text_lines) or 1
     punct = sum(1 for line in text_lines if ends_sentence(line)) / n_lines
     short = sum(1 for line in text_lines if len(line) <= short_line_chars) / n_lines
@@ -50,7 +52,7 @@ def rules(
             seen.add(line)
     chars = len(text) - text.count("\n")
     dup = dup_chars / chars if chars else 0.0
-    words = count_words(text)
+    words = v.word_count
     # Line breaks between non-empty lines, so that the blank line mmcurate puts
     # between text nodes counts once, as the single newline of datatrove's text.
     newlines = (len(text_lines) - 1) / words if words else 0.0

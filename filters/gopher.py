@@ -32,7 +32,7 @@ from typing import Mapping
 import numpy as np
 
 from mmcurate.filters import reasons
-from mmcurate.filters.text import lines, ngram_hashes, spaced_words, token_ids, tokens, unspaced_ratio, word_units
+from mmcurate.filters.text import TextView, ngram_hashes, token_ids, view_of
 from mmcurate.filters.verdict import Verdict, keep, reject
 from mmcurate.schemas import Document
 
@@ -85,19 +85,21 @@ def quality(
     min_alphabetic_word_ratio: float,
     min_stop_words: int,
     stop_words: Mapping[str, frozenset[str]],
+    view: TextView | None = None,
 ) -> Verdict:
     """The Gopher quality rules, in the paper's order; every figure is measured first."""
-    text = doc.text
-    units = word_units(text)
+    v = view_of(doc, view)
+    text = v.text
+    units = v.word_units
     words = len(units)
-    toks = tokens(text)
-    text_lines = lines(text)
+    toks = v.tokens
+    text_lines = v.lines
     n_lines = len(text_lines) or 1
     signals: dict[str, float] = {WORD_COUNT: float(words)}
 
-    check_length = unspaced_ratio(text) < _UNSPACED_MAJORITY
+    check_length = v.unspaced_ratio < _UNSPACED_MAJORITY
     if check_length:
-        spaced = spaced_words(text)
+        spaced = v.spaced_words
         mean_len = sum(map(word_letters, spaced)) / len(spaced) if spaced else 0.0
         signals[MEAN_WORD_LENGTH] = mean_len
     symbols = text.count("#") + sum(text.count(e) for e in _ELLIPSES)
@@ -183,12 +185,14 @@ def repetition(
     max_duplicate_paragraph_char_fraction: float,
     max_top_ngram_char_fraction: Mapping[int, float],
     max_duplicate_ngram_char_fraction: Mapping[int, float],
+    view: TextView | None = None,
 ) -> Verdict:
     """The Gopher repetition rules, in table A1's order; stops at the first failure."""
-    text = doc.text
+    v = view_of(doc, view)
+    text = v.text
     signals: dict[str, float] = {}
     paragraphs = [p.strip() for p in _PARAGRAPH_BREAK.split(text) if p.strip()]
-    text_lines = lines(text)
+    text_lines = v.lines
     para_chars = sum(map(len, paragraphs)) or 1
     line_chars = sum(map(len, text_lines)) or 1
 
@@ -207,7 +211,7 @@ def repetition(
     if line_char_frac > max_duplicate_line_char_fraction:
         return reject(reasons.GOPHER_DUPLICATE_LINE_CHARS, line_char_frac, max_duplicate_line_char_fraction, **signals)
 
-    words = [w.casefold() for w in word_units(text)]
+    words = v.folded_words
     ids = token_ids(words)
     lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
     total_chars = int(lengths.sum())

@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from mmcurate.filters import reasons
+from mmcurate.filters.text import TextView
 from mmcurate.filters.verdict import Verdict, keep, reject
 from mmcurate.schemas import Document
 
@@ -255,12 +256,14 @@ def language_allowed(doc: Document, *, allowed: frozenset[str], min_score: float
 
 
 
-def annotate_language(doc: Document, *, model: Any, max_chars: int, min_line_chars: int = 0) -> Document:
+def annotate_language(
+    doc: Document, *, model: Any, max_chars: int, min_line_chars: int = 0, view: TextView | None = None
+) -> Document:
     """A copy of ``doc`` with ``language`` and ``language_score`` from the identifier
     ``model`` (a transform, not a filter: ``language_allowed`` decides). A plain
     fastText model is wrapped as lid176."""
     identifier = model if hasattr(model, "identify") else Lid176Identifier(model)
-    sample = clean_sample(doc.text, max_chars=max_chars, min_line_chars=min_line_chars)
+    sample = clean_sample(view.text if view is not None else doc.text, max_chars=max_chars, min_line_chars=min_line_chars)
     prediction = identifier.identify(sample)
     out = dataclasses.replace(doc, language=prediction.language, language_score=prediction.score)
     if prediction.threshold is not None:

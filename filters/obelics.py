@@ -45,7 +45,7 @@ from collections import Counter
 import numpy as np
 
 from mmcurate.filters import reasons
-from mmcurate.filters.text import char_ids, count_words, ngram_hashes, token_ids, word_units
+from mmcurate.filters.text import TextView, char_ids, ngram_hashes, token_ids, view_of, word_units
 from mmcurate.filters.verdict import Verdict, keep, reject
 from mmcurate.schemas import Document
 
@@ -141,10 +141,12 @@ def image_count(doc: Document, *, max_images: int) -> Verdict:
     return keep(**{IMAGE_COUNT: float(images)})
 
 
-def word_bounds(doc: Document, *, min_words: int, max_words: int, max_image_word_ratio: float) -> Verdict:
+def word_bounds(
+    doc: Document, *, min_words: int, max_words: int, max_image_word_ratio: float, view: TextView | None = None
+) -> Verdict:
     """Word count within [min_words, max_words] and at most ``max_image_word_ratio``
     images per word."""
-    words = count_words(doc.text)
+    words = view_of(doc, view).word_count
     ratio = len(doc.image_nodes) / words if words else float(len(doc.image_nodes) > 0)
     signals = {WORD_COUNT: float(words), IMAGE_WORD_RATIO: ratio}
     if words < min_words:
@@ -165,10 +167,12 @@ def text_ratios(
     max_character_repetition_ratio: float,
     word_repetition_length: int,
     max_word_repetition_ratio: float,
+    view: TextView | None = None,
 ) -> Verdict:
     """Special-character, character-repetition and word-repetition ratios of the
     whole text, against the document-level cutoffs."""
-    text = doc.text
+    v = view_of(doc, view)
+    text = v.text
     special = SPECIAL_MEASURES[special_character_measure](text)
     signals = {SPECIAL_CHARACTER_RATIO: special}
     if special > max_special_character_ratio:
@@ -177,7 +181,7 @@ def text_ratios(
     signals[CHARACTER_REPETITION_RATIO] = char_rep
     if char_rep > max_character_repetition_ratio:
         return reject(reasons.OBELICS_CHARACTER_REPETITION, char_rep, max_character_repetition_ratio, **signals)
-    word_rep = word_repetition_ratio(text, word_repetition_length)
+    word_rep = word_repetition_ratio(text, word_repetition_length, words=v.folded_words)
     signals[WORD_REPETITION_RATIO] = word_rep
     if word_rep > max_word_repetition_ratio:
         return reject(reasons.OBELICS_WORD_REPETITION, word_rep, max_word_repetition_ratio, **signals)

@@ -174,3 +174,65 @@ def token_ids(words: list[str]) -> "np.ndarray":
     """Each distinct word as a small integer (from 1), in order."""
     index: dict[str, int] = {}
     return np.fromiter((index.setdefault(w, len(index) + 1) for w in words), dtype=np.uint64, count=len(words))
+
+
+class TextView:
+    """One document's main text, joined once and split into lines, word units and
+    tokens on first use, so that the rule families share the work instead of each
+    re-joining and re-tokenising the text. Every rule takes ``view=`` and builds
+    its own from ``doc.text`` when given none (a rule stays a pure function)."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self._lines: list[str] | None = None
+        self._units: list[str] | None = None
+        self._folded: list[str] | None = None
+        self._tokens: list[str] | None = None
+        self._spaced: list[str] | None = None
+        self._unspaced: float | None = None
+
+    @property
+    def lines(self) -> list[str]:
+        if self._lines is None:
+            self._lines = lines(self.text)
+        return self._lines
+
+    @property
+    def word_units(self) -> list[str]:
+        if self._units is None:
+            self._units = word_units(self.text)
+        return self._units
+
+    @property
+    def word_count(self) -> int:
+        return len(self.word_units)
+
+    @property
+    def folded_words(self) -> list[str]:
+        """The word units, casefolded (repetition rules compare them so)."""
+        if self._folded is None:
+            self._folded = [w.casefold() for w in self.word_units]
+        return self._folded
+
+    @property
+    def tokens(self) -> list[str]:
+        if self._tokens is None:
+            self._tokens = tokens(self.text)
+        return self._tokens
+
+    @property
+    def spaced_words(self) -> list[str]:
+        if self._spaced is None:
+            self._spaced = spaced_words(self.text)
+        return self._spaced
+
+    @property
+    def unspaced_ratio(self) -> float:
+        if self._unspaced is None:
+            self._unspaced = unspaced_ratio(self.text)
+        return self._unspaced
+
+
+def view_of(doc, view: "TextView | None") -> TextView:
+    """``view`` when the caller shares one, else a fresh one of ``doc.text``."""
+    return view if view is not None else TextView(doc.text)

@@ -31,6 +31,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from mmcurate.filters import c4, content, fineweb, gopher, language, nodes, obelics, urls
 from mmcurate.filters import flagged_words as flagged
+from mmcurate.filters.text import TextView
 from mmcurate.pipeline.config import HeuristicsConfig
 from mmcurate.schemas import Document
 from mmcurate.stages.common import (
@@ -75,6 +76,50 @@ def node_cleanup(config: HeuristicsConfig) -> nodes.NodeCleanup:
     )
 
 
+class SharedTextView:
+    """The ``TextView`` of the document the steps are on: joined and tokenised once
+    per document (again only after an edit of its nodes, such as node cleanup), and
+    handed to every rule family through ``view=``."""
+
+    def __init__(self) -> None:
+        self._nodes: tuple | None = None
+        self._view: TextView | None = None
+
+    def __call__(self, doc: Document) -> TextView:
+        if self._view is None or self._nodes is not doc.nodes:
+            self._nodes, self._view = doc.nodes, TextView(doc.text)
+        return self._view
+
+
+# The rules that take ``view=``.
+_VIEW_RULES = (
+    content.min_words,
+    language.annotate_language,
+    gopher.quality,
+    gopher.repetition,
+    obelics.word_bounds,
+    obelics.text_ratios,
+    fineweb.rules,
+    c4.rules,
+)
+
+
+class WithSharedView:
+    """A rule step called with the shared view of its document."""
+
+    def __init__(self, step: Any, shared: SharedTextView):
+        self.step = step
+        self.shared = shared
+
+    @property
+    def func(self) -> Any:
+        """The rule function (benchmarks name a step by it)."""
+        return getattr(self.step, "func", self.step)
+
+    def __call__(self, doc: Document) -> Any:
+        return self.step(doc, view=self.shared(doc))
+
+
 def heuristic_steps(
     config: HeuristicsConfig,
     *,
@@ -83,7 +128,9 @@ def heuristic_steps(
     blocked_substrings: Sequence[str] = (),
     flagged_words: "flagged.FlaggedWords | None" = None,
 ) -> list[DocumentStep]:
-    """The stage's steps with thresholds bound from config, cheapest first."""
+    """The stage's steps with thresholds bound from config, cheapest first. The text
+    rules share one ``TextView`` per document (``SharedTextView``)."""
+    shared = SharedTextView()
     steps: list[DocumentStep] = []
     if blocked_domains:
         steps.append(partial(urls.blocklisted_domain, domains=blocked_domains))
@@ -194,7 +241,7 @@ def heuristic_steps(
                 max_word_repetition_ratio=o.max_word_repetition_ratio,
             )
         )
-    return steps
+    return [WithSharedView(step, shared) if getattr(step, "func", None) in _VIEW_RULES else step for step in steps]
 
 
 def load_flagged_words(config) -> "flagged.FlaggedWords | None":

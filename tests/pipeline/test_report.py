@@ -89,7 +89,8 @@ def test_distributions_draw_the_configured_thresholds(report):
     assert "obelics.max_images = 30, images.max_images = 30" in images.text_content()
     # Far beyond the data: named in the caption instead of squashing the plot.
     caption = page.xpath("string(//figure[@class='dist'][1]/div[@class='caption'])")
-    assert "beyond the plot: gopher_quality.max_words = 100000, obelics.max_words = 2000" in caption
+    # obelics.max_words defaults to Gopher's 100,000 (OBELICS's own cap is 2,000)
+    assert "beyond the plot: gopher_quality.max_words = 100000, obelics.max_words = 100000" in caption
 
 
 def test_kept_documents_are_interleaved_with_their_stored_images(report):

@@ -180,3 +180,32 @@ def test_a_2000_character_chinese_article_is_kept(identifier):
     doc = illustrated("long-zh", "zh", images=3, every=4)
     out, outcome = _outcome(HeuristicsConfig(), doc, identifier)
     assert len(doc.text) > 2000 and outcome == "kept" and out.language == "zh"
+
+
+def test_text_is_joined_and_tokenised_once_per_document_and_rules_measure_the_same(identifier, monkeypatch):
+    from mmcurate.filters.text import TextView
+    from mmcurate.stages import heuristics
+    from mmcurate.stages.common import apply_filters
+
+    built = []
+
+    class CountingView(TextView):
+        def __init__(self, text):
+            built.append(text)
+            super().__init__(text)
+
+    monkeypatch.setattr(heuristics, "TextView", CountingView)
+    config = HeuristicsConfig(c4={"enabled": True}, min_images=1)
+    steps = heuristics.heuristic_steps(config, language_model=identifier)
+    doc = clean("en")
+    shared_out, verdict = apply_filters(doc, steps)
+    assert verdict is None and len(built) == 1
+    # the same figures as every rule computing its own text
+    plain = [getattr(s, "step", s) for s in steps]
+    plain_out, _ = apply_filters(doc, plain)
+    assert shared_out.signals == plain_out.signals
+    # node cleanup that removes a node makes a new view of the edited text
+    built.clear()
+    edited = dataclasses.replace(doc, nodes=(make_doc("x", "Share on Facebook").nodes[0],) + doc.nodes)
+    apply_filters(edited, steps)
+    assert len(built) == 1 and "Share on Facebook" not in built[0]
