@@ -29,7 +29,7 @@ import unicodedata
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from mmcurate.filters.language import canonical_language, clean_sample, load_identifier
+from mmcurate.filters.language import LID176_MIN_SCORE, canonical_language, clean_sample, load_identifier
 from mmcurate.pipeline.config import load_config
 from mmcurate.schemas import Document, ImageNode, Provenance, TextNode
 from mmcurate.stages.common import apply_filters
@@ -166,7 +166,8 @@ def language_id(data: Path, per_language: int) -> None:
         identifiers[name] = load_identifier(name)
         print(f"{name}: loaded in {time.perf_counter() - t0:.1f} s")
     print(f"\nLanguage ID: right / kept (right and over the threshold), sentences and 5-sentence documents "
-          f"(lid176 threshold {config.min_score}; heliport its per-language confidence thresholds)")
+          f"(lid176 threshold {config.min_score or LID176_MIN_SCORE}; heliport "
+          f"{config.min_score if config.min_score is not None else 'its per-language confidence thresholds'})")
     header = f"  {'language':<12} {'sents':>5} {'docs':>4}  " + "  ".join(
         f"{n + ' sent':>17} {n + ' doc':>16}" for n in identifiers)
     print(header)
@@ -188,7 +189,10 @@ def language_id(data: Path, per_language: int) -> None:
                     speed[name][1] += time.perf_counter() - t0
                 right = sum(p.language == gold for p in preds)
                 kept = sum(
-                    p.language == gold and p.score >= (config.min_score if p.threshold is None else p.threshold) for p in preds
+                    p.language == gold
+                    and p.score >= (config.min_score if config.min_score is not None
+                                    else LID176_MIN_SCORE if p.threshold is None else p.threshold)
+                    for p in preds
                 )
                 totals[name][kind + "_n"] += len(preds)
                 totals[name][kind + "_right"] += right

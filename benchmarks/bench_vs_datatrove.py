@@ -171,7 +171,7 @@ class Count(beam.DoFn):
         self.counter.inc()
 
 path = sys.argv[1]
-config = DedupConfig(url=False, exact_text=False, near=True, word_ngram=5, num_perm=128, bands=9, rows=13, seed=1)
+config = DedupConfig(url=False, exact_text=False, near=True, word_ngram=5, num_perm=128, bands=9, rows=13, seed=1, verify=False)
 p = beam.Pipeline(options=PipelineOptions(["--direct_num_workers=1", "--direct_running_mode=in_memory"]))
 result = p | beam.io.ReadFromText(path) | beam.Map(to_doc) | DedupDocuments(config)
 _ = result.kept | "CountKept" >> beam.ParDo(Count("kept"))

@@ -61,6 +61,9 @@ MODEL_FILE = "lid.176.ftz"
 MODEL_SHA256 = "8f3472cfe8738a7b6099e8e999c3cbfae0dcd15696aac7d7738a8039db603e83"
 DATA_DIR = Path(__file__).resolve().parent / "data"
 IDENTIFIERS = ("heliport", "lid176")
+# lid176's minimum probability when config sets none: FineWeb (Penedo et al. 2024)
+# and datatrove's LanguageFilter.
+LID176_MIN_SCORE = 0.65
 
 _LABEL = "__label__"
 _SPACES = re.compile(r"\s+")
@@ -239,17 +242,17 @@ def load_identifier(name: str, model_path: str | Path = "") -> Any:
     raise ValueError(f"unknown language identifier {name!r}; choose one of {', '.join(IDENTIFIERS)}")
 
 
-def language_allowed(doc: Document, *, allowed: frozenset[str], min_score: float) -> Verdict:
+def language_allowed(doc: Document, *, allowed: frozenset[str], min_score: float | None) -> Verdict:
     """Reject a document outside ``allowed`` languages (empty: any; compared in the
-    ``canonical_language`` scheme), or identified with a score below its threshold
-    (the identifier's own per-language threshold when it has one, the signal
-    ``language.threshold``; else ``min_score``). Reads ``doc.language`` and
-    ``language_score``, which ``annotate_language`` sets."""
+    ``canonical_language`` scheme), or identified with a score below ``min_score``;
+    when that is None, below the identifier's own per-language threshold (the signal
+    ``language.threshold``, heliport) or ``LID176_MIN_SCORE``. Reads ``doc.language``
+    and ``language_score``, which ``annotate_language`` sets."""
     score = doc.language_score or 0.0
     signals = {LANGUAGE_SCORE: float(score)}
     if allowed and doc.language not in allowed:
         return reject(reasons.LANGUAGE_NOT_ALLOWED, score, None, detail=doc.language, **signals)
-    threshold = doc.signals.get(LANGUAGE_THRESHOLD, min_score)
+    threshold = min_score if min_score is not None else doc.signals.get(LANGUAGE_THRESHOLD, LID176_MIN_SCORE)
     if not doc.language or score < threshold:
         return reject(reasons.LANGUAGE_LOW_SCORE, score, threshold, detail=doc.language, **signals)
     return keep(**signals)

@@ -128,10 +128,11 @@ class LanguageConfig(_Section):
     # Language codes to keep ("en", "de", "hr", ...; mapped into the scheme, so "hr"
     # keeps the hbs group); empty keeps every language.
     allowed: tuple[str, ...] = ()
-    # lid176: minimum probability of the top language group; 0.65 as FineWeb (Penedo
-    # et al. 2024) and datatrove's LanguageFilter. heliport is judged by its own
-    # per-language confidence thresholds (shipped with its model) instead.
-    min_score: float = Field(default=0.65, ge=0, le=1)
+    # Minimum score of the top language group. Unset: the identifier's own default,
+    # 0.65 for lid176 (a probability; FineWeb, Penedo et al. 2024, and datatrove's
+    # LanguageFilter) and heliport's per-language confidence thresholds shipped with
+    # its model. A number applies to either identifier's score (0: score only).
+    min_score: Optional[float] = Field(default=None, ge=0)
     # lid176 only: a fastText language-ID model file; empty uses lid.176.ftz, which
     # mmcurate ships as package data (filters/data/, CC BY-SA 3.0).
     model_path: str = ""

@@ -92,7 +92,7 @@ def test_heliport_keeps_every_clean_fixture_page(heliport_identifier, lang):
     doc = make_doc(f"clean-{lang}", (TEXT_DIR / f"{lang}.txt").read_text(encoding="utf-8").split("\n\n"), images=1)
     out = language.annotate_language(doc, model=heliport_identifier, max_chars=4000, min_line_chars=40)
     assert out.language == language.canonical_language(lang)
-    assert language.language_allowed(out, allowed=frozenset(), min_score=0.65).keep
+    assert language.language_allowed(out, allowed=frozenset(), min_score=None).keep
     assert out.signals[language.LANGUAGE_THRESHOLD] >= 0
 
 
@@ -109,9 +109,11 @@ def test_lid176_sums_a_macrolanguage_before_the_threshold(model, lang):
 
 def test_heliport_rejects_text_without_language_below_its_threshold(heliport_identifier):
     noise = language.annotate_language(make_doc("n", "qzx vbn kk ok fjord xq"), model=heliport_identifier, max_chars=4000)
-    verdict = language.language_allowed(noise, allowed=frozenset(), min_score=0.65)
+    verdict = language.language_allowed(noise, allowed=frozenset(), min_score=None)
     assert (verdict.keep, verdict.reason) == (False, reasons.LANGUAGE_LOW_SCORE)
-    assert verdict.threshold == noise.signals.get(language.LANGUAGE_THRESHOLD, 0.65)
+    assert verdict.threshold == noise.signals[language.LANGUAGE_THRESHOLD] > noise.language_score
+    # a configured min_score applies to heliport's confidence too: 0 scores only
+    assert language.language_allowed(noise, allowed=frozenset(), min_score=0.0).keep
     empty = language.annotate_language(make_doc("e", "12 34 !!"), model=heliport_identifier, max_chars=4000)
     assert (empty.language, empty.language_score) == ("", 0.0)
 
@@ -127,4 +129,4 @@ def test_allowed_languages_in_config_use_the_scheme():
     from mmcurate.pipeline.config import LanguageConfig
 
     assert LanguageConfig(allowed=("hr", "nb", "eng")).allowed == ("hbs", "no", "en")
-    assert LanguageConfig().identifier == "heliport"
+    assert LanguageConfig().identifier == "heliport" and LanguageConfig().min_score is None
