@@ -46,7 +46,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from mmcurate.filters import reasons
 from mmcurate.filters.text import TextView

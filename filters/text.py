@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import cached_property
 
 import numpy as np
 import regex
@@ -184,53 +185,35 @@ class TextView:
 
     def __init__(self, text: str):
         self.text = text
-        self._lines: list[str] | None = None
-        self._units: list[str] | None = None
-        self._folded: list[str] | None = None
-        self._tokens: list[str] | None = None
-        self._spaced: list[str] | None = None
-        self._unspaced: float | None = None
 
-    @property
+    @cached_property
     def lines(self) -> list[str]:
-        if self._lines is None:
-            self._lines = lines(self.text)
-        return self._lines
+        return lines(self.text)
 
-    @property
+    @cached_property
     def word_units(self) -> list[str]:
-        if self._units is None:
-            self._units = word_units(self.text)
-        return self._units
+        return word_units(self.text)
 
     @property
     def word_count(self) -> int:
         return len(self.word_units)
 
-    @property
+    @cached_property
     def folded_words(self) -> list[str]:
         """The word units, casefolded (repetition rules compare them so)."""
-        if self._folded is None:
-            self._folded = [w.casefold() for w in self.word_units]
-        return self._folded
+        return [w.casefold() for w in self.word_units]
 
-    @property
+    @cached_property
     def tokens(self) -> list[str]:
-        if self._tokens is None:
-            self._tokens = tokens(self.text)
-        return self._tokens
+        return tokens(self.text)
 
-    @property
+    @cached_property
     def spaced_words(self) -> list[str]:
-        if self._spaced is None:
-            self._spaced = spaced_words(self.text)
-        return self._spaced
+        return spaced_words(self.text)
 
-    @property
+    @cached_property
     def unspaced_ratio(self) -> float:
-        if self._unspaced is None:
-            self._unspaced = unspaced_ratio(self.text)
-        return self._unspaced
+        return unspaced_ratio(self.text)
 
 
 def view_of(doc, view: "TextView | None") -> TextView:
