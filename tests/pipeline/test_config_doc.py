@@ -26,9 +26,11 @@ def test_every_key_has_a_comment_and_it_sits_above_the_key():
     missing = config_doc.undocumented()
     assert missing == [], f"add a comment above each of these fields in pipeline/config.py: {missing}"
     lines = config_doc.defaults_yaml().splitlines()
-    at = lines.index("    min_score: 0.65")  # heuristics.language.min_score
-    above = " ".join(line.strip().lstrip("# ") for line in lines[at - 2 : at])
-    assert above == "Minimum probability of the top language; 0.65 as FineWeb (Penedo et al. 2024) and datatrove's LanguageFilter."
+    # heuristics.language.min_score: unset by default (each identifier's own threshold)
+    at = lines.index("    min_score: null")
+    above = " ".join(line.strip().lstrip("# ") for line in lines[at - 4 : at])
+    assert above.startswith("Minimum score of the top language group. Unset: the identifier's own default, 0.65")
+    assert "FineWeb, Penedo et al. 2024" in above
     # A section's comment is its model's docstring.
     assert "  # Gopher quality rules; defaults from Rae et al. 2021, appendix A.1.1." in lines
     # Every key line is preceded by a comment line (or by its section's comment).
