@@ -47,10 +47,11 @@ MIN_DOCS = 100
 
 
 def _default_data() -> Path:
-    """``shared/data`` inside the checkout, else beside it."""
+    """``shared/data`` inside the checkout, else beside it, else beside the folder
+    that holds it (a worktree under ``wt/``)."""
     repo = HERE.parent
-    inside = repo / "shared" / "data"
-    return inside if inside.is_dir() else repo.parent / "shared" / "data"
+    candidates = [repo / "shared" / "data", repo.parent / "shared" / "data", repo.parent.parent / "shared" / "data"]
+    return next((c for c in candidates if c.is_dir()), candidates[1])
 
 
 def _wmt(data: Path) -> tuple[list[str], list[str]]:
@@ -112,9 +113,12 @@ def build(data: Path, output: Path) -> int:
     for name, argv in runs.items():
         print(f"== {name}")
         suffix = ".npz" if name.startswith("mt/") else ".bin"
-        # Each model in a process of its own: fastText diverges ("Encountered NaN")
-        # in a process where scikit-learn has fitted a model before it (measured,
-        # cause not found), and one process per model is what `mmcurate train` is.
+        # Each model in a process of its own, as `mmcurate train` runs. fastText 0.9.2
+        # training here sometimes fails with "Encountered NaN", seeded and
+        # single-threaded: first seen after scikit-learn fits in the same process,
+        # later also in fresh processes on a heavily loaded machine (cause not
+        # found; `mmcurate train` retries with a halved learning rate and warns).
+        # Rerun `make models` if it happens; a clean run reproduces the shipped files.
         command = [sys.executable, "-m", "mmcurate.pipeline.cli", "train", *argv, "--output", str(output / f"{name}{suffix}")]
         rc = subprocess.run(command, check=False).returncode
         if rc:
