@@ -22,7 +22,7 @@ Features, by family (each a string key; the model's vocabulary decides which cou
   Rabinovich & Wintner 2015.
 
 Whether a family is used is the model's choice (``families``), so a model trained
-without one scores without it. README ("Quality and implicit duplicates") records
+without one scores without it. docs/stages.md ("Quality and implicit duplicates") records
 which families the held-out numbers kept.
 """
 

@@ -21,7 +21,7 @@ sources):
 - ``quality.bin``: both sets at once, human text (positive) against machine output
   (negative). A stand-in: it tells fluent human prose from degraded machine text and
   knows nothing of boilerplate, spam or educational value; train your own quality
-  model (README, "Quality and implicit duplicates").
+  model (docs/stages.md, "Quality and implicit duplicates").
 
 Training is seeded and single-threaded, so a rebuild gives the same figures.
 """

@@ -30,7 +30,7 @@ IMPLEMENTED_FILTER_STAGES = ("heuristics", "dedup", "quality", "images", "scorin
 # `images` is opt-in: it fetches and decodes every image a document references,
 # the costliest step of the funnel (and over HTTP when images.http is on).
 # `quality` is opt-in: its shipped classifiers are small stand-ins trained on
-# news, stories and Wikipedia text (README); a corpus deserves models trained on it.
+# news, stories and Wikipedia text (docs/stages.md); a corpus deserves models trained on it.
 # `scoring` and `recycle` work on retrieved images, so they are opt-in with `images`
 # and need it (STAGE_REQUIRES); scoring stays off until scoring.checkpoint is set.
 OPT_IN_STAGES = ("quality", "images", "scoring", "recycle")
@@ -556,7 +556,7 @@ class QualityMtConfig(_Section):
     # trained with `mmcurate train mt`).
     model_path: str = ""
     # mt_score above this rejects; 1 scores without rejecting. The shipped models are
-    # measured on held-out source languages, years and systems (README,
+    # measured on held-out source languages, years and systems (docs/stages.md,
     # benchmarks/bench_quality.py); none reaches precision 0.95 there at a useful
     # recall, so they decide nothing by default.
     max_score: float = Field(default=1.0, ge=0, le=1)
@@ -907,7 +907,7 @@ class WriteConfig(_Section):
 
 class PlanConfig(_Section):
     """``mmcurate plan``: which index records to read next (filters.bandit). Our
-    defaults; the README's "Rebalancing sources" says why each is what it is."""
+    defaults; docs/sources.md says why each is what it is."""
 
     # The Thompson draws: the same seed, runs and index give the same plan.
     seed: int = 0

@@ -852,7 +852,7 @@ def sources_section(con: duckdb.DuckDBPyConnection, views: Sequence[str], manife
     out = [
         f"<p>{len(domains)} registered domains; the share of pages read that became documents with at least one "
         f"image (domains with at least {SOURCE_MIN_PAGES} pages read, when there are {n} such). <code>mmcurate plan</code> "
-        "learns from these figures which sources to read next (README: Rebalancing sources).</p>",
+        "learns from these figures which sources to read next (docs/sources.md).</p>",
         "<h3>Highest yield</h3>",
         _yield_table("sources-top", "domain", top),
     ]

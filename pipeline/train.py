@@ -377,7 +377,7 @@ def parser() -> argparse.ArgumentParser:
                    help="fasttext (.bin) or linear: tf-idf logistic regression (.npz); default linear for mt, "
                         "fasttext otherwise")
     # Linear model (--model linear). C, families and sizes chosen on held-out source
-    # languages of the WMT22+23 into-English data (README, benchmarks/bench_quality.py).
+    # languages of the WMT22+23 into-English data (docs/stages.md, benchmarks/bench_quality.py).
     p.add_argument("--families", default="w,b", help="linear: feature families, of w (words), b (word bigrams), "
                                                     "f (function-word trigrams) (default w,b)")
     p.add_argument("--c", type=float, default=10.0, help="linear: inverse L2 regularisation strength (default 10)")

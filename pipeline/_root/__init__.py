@@ -57,7 +57,7 @@ _API = {
     # the whole pipeline, as `mmcurate run` builds and runs it
     "build_pipeline": "mmcurate.pipeline.build",
     "run_curation": "mmcurate.pipeline.run",
-    # source planning, as `mmcurate plan` builds and runs it (README: Rebalancing sources)
+    # source planning, as `mmcurate plan` builds and runs it (docs/sources.md)
     "PlanSources": "mmcurate.stages.plan_sources",
     "plan_sources": "mmcurate.pipeline.plan",
     # shards for a trainer, as `mmcurate export` builds and runs them (docs: export)
