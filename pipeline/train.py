@@ -251,34 +251,57 @@ def evaluate(labels: Sequence[int], scores: Sequence[float], threshold: float = 
 
 
 def train_fasttext(examples: Sequence[Example], args: argparse.Namespace):
-    """A fastText supervised model over ``examples`` (shuffled with the seed)."""
+    """A fastText supervised model over ``examples`` (shuffled with the seed).
+
+    Training runs in a fresh "spawn" child process and the parent loads the saved
+    model: in a long-lived process that has already run other native code, the
+    fastText wheel's training was seen to diverge ("Encountered NaN") or give other
+    weights for the same seed, while a fresh process is repeatable.
+    """
+    import multiprocessing
+
     import fasttext
 
     rows = list(examples)
     random.Random(args.seed).shuffle(rows)
-    with tempfile.NamedTemporaryFile("w", encoding="utf-8", suffix=".txt", delete=False) as fh:
-        for ex in rows:
-            fh.write(f"{LABEL_POSITIVE if ex.label else LABEL_NEGATIVE} {ex.text}\n")
-        train_path = fh.name
-    try:
-        lr = args.lr
-        for attempt in range(4):
-            try:
-                model = _train_supervised(fasttext, train_path, args, lr)
-                break
-            except RuntimeError as exc:
-                # fastText diverges ("Encountered NaN") when the learning rate is too
-                # high for the data (small or repetitive training sets): retry with it
-                # halved (ours; the run stays seeded and deterministic).
-                if "NaN" not in str(exc) or attempt == 3:
-                    raise
-                lr /= 2
-                log.warning("fastText diverged at lr %.3g; retrying at %.3g", lr * 2, lr)
-        if args.quantize:
-            model.quantize(input=train_path, qnorm=True, retrain=False, cutoff=args.quantize)
-    finally:
-        Path(train_path).unlink(missing_ok=True)
-    return model
+    with tempfile.TemporaryDirectory(prefix="mmcurate-train-") as tmp:
+        train_path = str(Path(tmp) / "train.txt")
+        model_path = str(Path(tmp) / "model.bin")
+        with open(train_path, "w", encoding="utf-8") as fh:
+            for ex in rows:
+                fh.write(f"{LABEL_POSITIVE if ex.label else LABEL_NEGATIVE} {ex.text}\n")
+        settings = {name: getattr(args, name) for name in _FASTTEXT_SETTINGS}
+        with multiprocessing.get_context("spawn").Pool(1) as pool:
+            pool.apply(_train_and_save, (train_path, model_path, settings))
+        return fasttext.load_model(model_path)
+
+
+# The parsed arguments the child process needs (an argparse.Namespace travels as a dict).
+_FASTTEXT_SETTINGS = ("lr", "epoch", "dim", "word_ngrams", "min_count", "minn", "maxn", "bucket", "threads", "seed",
+                      "quantize")
+
+
+def _train_and_save(train_path: str, model_path: str, settings: dict) -> None:
+    """In the child process: train (halving the learning rate on divergence), save."""
+    import fasttext
+
+    args = argparse.Namespace(**settings)
+    lr = args.lr
+    for attempt in range(4):
+        try:
+            model = _train_supervised(fasttext, train_path, args, lr)
+            break
+        except RuntimeError as exc:
+            # fastText diverges ("Encountered NaN") when the learning rate is too
+            # high for the data (small or repetitive training sets): retry with it
+            # halved (ours; the run stays seeded and deterministic).
+            if "NaN" not in str(exc) or attempt == 3:
+                raise
+            lr /= 2
+            log.warning("fastText diverged at lr %.3g; retrying at %.3g", lr * 2, lr)
+    if args.quantize:
+        model.quantize(input=train_path, qnorm=True, retrain=False, cutoff=args.quantize)
+    model.save_model(model_path)
 
 
 def _train_supervised(fasttext, train_path: str, args: argparse.Namespace, lr: float):
