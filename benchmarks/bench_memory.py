@@ -7,8 +7,9 @@ news sentences inserted in its main content (WMT22 sources from /work/shared/dat
 picked by a seed of i), so that every page is different; one page in ten repeats an
 earlier page's text exactly and one in ten nearly (one paragraph changed), so dedup
 has work. Image ``src`` values that point at captured images get a ``/v<g>/`` path
-segment (g = i // ``--group``) and each group's captures are written under those
-URLs, so the number of images grows with the input too.
+segment (g = i // ``--group``) and each group's captures, generated pictures of the
+originals' sizes and formats (tests/imagegen.py), are written under those URLs, so
+the number of distinct images grows with the input too.
 
 Each run is a fresh ``mmcurate run`` subprocess with ``--runner-preset direct``
 (one process; the extractor's worker child besides), sampled every 0.2 s with
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import html
+import io
 import json
 import random
 import re
@@ -34,11 +36,13 @@ from pathlib import Path
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
 import psutil
+from PIL import Image
 from warcio.archiveiterator import ArchiveIterator
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
+from imagegen import encode, photo  # noqa: E402
 from warcbuild import WarcBuilder  # noqa: E402
 
 FIXTURE_DIRS = [ROOT / "tests" / "fixtures" / "warc", Path("/work/shared/fixtures/warc")]
@@ -95,6 +99,21 @@ def paragraphs(rng: random.Random, pool: list[str], n: int) -> list[str]:
     return out
 
 
+def group_image(original: bytes, content_type: str, seed: int) -> bytes:
+    """A different picture of the original's size and format for each group (tests/
+    imagegen.py's generated photos), so that images are distinct and do not all
+    become one too-frequent cluster; the original when Pillow cannot read it."""
+    try:
+        with Image.open(io.BytesIO(original)) as image:
+            size, fmt = image.size, image.format or "JPEG"
+    except Exception:
+        return original
+    if min(size) < 48:
+        return original  # icons: the images stage refuses them as too small anyway
+    fmt = fmt if fmt in ("JPEG", "PNG", "GIF", "WEBP") else "PNG"
+    return encode(photo(seed, size).convert("P") if fmt == "GIF" else photo(seed, size), fmt)
+
+
 def versioned_url(absolute: str, g: int) -> str:
     """The URL of image ``absolute`` in group g: a path segment, so the extension stays last."""
     parts = urlsplit(absolute)
@@ -110,8 +129,8 @@ def build_input(path: Path, n_pages: int, group: int, extra: int) -> tuple[int, 
     html_bytes = 0
     with WarcBuilder.open(path) as warc:
         for g in range(0, (n_pages + group - 1) // group):
-            for url, (body, content_type) in images.items():
-                warc.image(versioned_url(url, g), body, content_type)
+            for k, (url, (body, content_type)) in enumerate(images.items()):
+                warc.image(versioned_url(url, g), group_image(body, content_type, g * len(images) + k), content_type)
             for i in range(g * group, min(n_pages, (g + 1) * group)):
                 url, body, content_type = pages[i % len(pages)]
                 # One page in ten repeats the text of the page one cycle before (same
@@ -191,6 +210,7 @@ def main() -> None:
     parser.add_argument("--group", type=int, default=100, help="pages that share one set of captured images")
     parser.add_argument("--extra", type=int, default=6, help="paragraphs of varied text added to each page")
     parser.add_argument("--workdir", type=Path, help="keep inputs and outputs here (default: a temporary directory)")
+    parser.add_argument("--reuse-inputs", action="store_true", help="use the inputs already in --workdir")
     parser.add_argument("--beam-arg", action="append", default=[], help="extra flag for mmcurate run (repeatable)")
     args = parser.parse_args()
     stage_sets = args.stages or ["heuristics,dedup"]
@@ -200,8 +220,11 @@ def main() -> None:
         inputs = {}
         for factor in (1, args.factor):
             path = work / f"{factor}x.warc.gz"
-            n, html = build_input(path, args.pages * factor, args.group, args.extra)
             inputs[factor] = path
+            if args.reuse_inputs and path.exists():
+                print(f"input {factor}x: {path} ({path.stat().st_size / 1e6:.0f} MB gzipped), built before", flush=True)
+                continue
+            n, html = build_input(path, args.pages * factor, args.group, args.extra)
             print(f"input {factor}x: {n} pages, {html / 1e6:.0f} MB of HTML, {path.stat().st_size / 1e6:.0f} MB gzipped",
                   flush=True)
         print(f"{'stages':<36} {'input':>5} {'pages':>7} {'kept':>6} {'wall s':>8} {'tree MB':>8} {'largest MB':>10}")

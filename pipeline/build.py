@@ -149,6 +149,7 @@ def build_phase(
     inputs: Sequence[str],
     config: Config,
     reader: beam.PTransform | None = None,
+    tables: Optional[str] = None,
 ) -> None:
     """Adds one phase to ``pipeline``; its outputs go to ``phase_dir(staging, phase)``.
 
@@ -156,7 +157,8 @@ def build_phase(
     ``ReadWarc(inputs)``; it must return a ``ReadResult`` too); the others read what
     the phases before them staged, which must be complete when this is called (the
     staged files are listed here). The final phase writes the output tables under
-    ``<phase dir>/tables``.
+    ``tables`` (default ``<phase dir>/tables``). A stage of ``STAGED_STAGES`` runs
+    staged only when it opens a later phase; in phase 0 it joins in memory.
     """
     here = phase_dir(staging, phase)
     first = phases[0]
@@ -258,4 +260,21 @@ def build_phase(
             all_decisions | "CompactDecisions" >> beam.Map(_without_document),
             recycled.decisions,
         ) | "WithPairDecisions" >> beam.Flatten()
-    _ = (docs, all_decisions, images, pair_rows) | "Write" >> WriteCorpus(_join(here, TABLES_DIR), config.write)
+    _ = (docs, all_decisions, images, pair_rows) | "Write" >> WriteCorpus(tables or _join(here, TABLES_DIR), config.write)
+
+
+def build_pipeline(
+    pipeline: beam.Pipeline,
+    inputs: Sequence[str],
+    output_dir: str,
+    config: Config,
+    reader: beam.PTransform | None = None,
+) -> None:
+    """Adds the whole funnel, read → extract → enabled stages → write, to one
+    pipeline, the tables going to ``output_dir``: for composing mmcurate into a
+    pipeline of your own. Its corpus-wide stages join documents through shuffles
+    (no staging, no phases), so a runner that keeps shuffled data in memory holds
+    the documents; ``mmcurate run`` (``pipeline.run``) runs the same stages in phases
+    through staging instead."""
+    phase = Phase(0, "read", tuple(s for s in config.run.stages if s != "recycle"), True)
+    build_phase(pipeline, [phase], phase, output_dir, inputs, config, reader=reader, tables=output_dir)

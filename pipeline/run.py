@@ -201,6 +201,8 @@ def _run_phases(
             if state not in (PipelineState.DONE, None):
                 raise RunError(f"phase {phase.dirname} ended in state {state}; nothing was published (staging kept at {root})")
             counters = query_counters(result)
+            if counters is None and phase.index > 0 and metrics:
+                counters = {}  # the runner reports metrics: this phase saw nothing to count
             done = {
                 "counters": None if counters is None else [[ns, name, value] for (ns, name), value in sorted(counters.items())],
                 "seconds": round(time.perf_counter() - clock, 3),

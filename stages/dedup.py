@@ -225,6 +225,8 @@ class FingerprintDocumentsFn(beam.DoFn):
         else:
             if not self._staged:
                 yield key, doc
+            elif SHINGLES in doc.signals:  # the staged pass reads the document without it
+                yield beam.pvalue.TaggedOutput(_NOTES, (key, Note(signals=((SHINGLES, doc.signals[SHINGLES]),))))
             yield beam.pvalue.TaggedOutput(_PRINTS, fingerprint)
         self._counters.micros(started)
 

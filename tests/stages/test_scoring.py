@@ -233,7 +233,7 @@ def test_cuda_asks_for_an_accelerator_on_the_model_transform_only():
 def test_dataflow_gpu_hint_lands_on_the_scoring_model_transform_only(tiny_checkpoint, tmp_path):
     from apache_beam.options.pipeline_options import PipelineOptions
 
-    from mmcurate.pipeline.build import build_phase, plan_phases
+    from mmcurate.pipeline.build import build_pipeline
     from mmcurate.runners.presets import preset_args
 
     flags = preset_args("dataflow", {"project": "p", "region": "r", "temp_location": "gs://b/t", "gpu": "nvidia-l4"})
@@ -249,8 +249,7 @@ def test_dataflow_gpu_hint_lands_on_the_scoring_model_transform_only(tiny_checkp
         ]
     )
     p = beam.Pipeline(options=PipelineOptions(accelerator))
-    phases = plan_phases(config)
-    build_phase(p, phases, phases[-1], str(tmp_path), ["unused.warc"], config)  # the phase with scoring and recycle
+    build_pipeline(p, ["unused.warc"], str(tmp_path), config)
 
     def walk(node):
         yield node
