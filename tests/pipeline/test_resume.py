@@ -46,6 +46,16 @@ def finished_phases(output: Path) -> list[str]:
     return sorted(p.parent.name for p in output.glob(".staging/*/*/_COMPLETE.json"))
 
 
+def kill_after_first_phase(warc: Path, output: Path) -> None:
+    """Starts a run and SIGKILLs it (and its extractor children) as soon as its
+    first phase has finished, inside the next one."""
+    proc = subprocess.Popen(cli(warc, "-o", output, "-q"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    wait_for(lambda: finished_phases(output) == ["0-read"], 300, proc)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
 @pytest.fixture(scope="module")
 def big(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("big") / "big.warc.gz"
@@ -63,11 +73,7 @@ def uninterrupted(big, tmp_path_factory):
 @pytest.mark.slow
 def test_a_run_killed_after_its_first_phase_resumes_there_and_gives_the_same_output(big, uninterrupted, tmp_path):
     output = tmp_path / "out"
-    proc = subprocess.Popen(cli(big, "-o", output, "-q"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
-    wait_for(lambda: finished_phases(output) == ["0-read"], 300, proc)
-    os.killpg(proc.pid, signal.SIGKILL)  # the run and its extractor children, inside the dedup phase
-    proc.wait()
+    kill_after_first_phase(big, output)
     assert not (output / "manifest.json").exists()  # nothing published
     assert main(["run", str(big), "-o", str(output), "--runner-preset", "direct", "--quiet"]) == 0
     kept, rows, manifest = outcome(output)
@@ -81,11 +87,7 @@ def test_a_run_killed_after_its_first_phase_resumes_there_and_gives_the_same_out
 @pytest.mark.slow
 def test_no_resume_starts_over(big, uninterrupted, tmp_path):
     output = tmp_path / "out"
-    proc = subprocess.Popen(cli(big, "-o", output, "-q"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
-    wait_for(lambda: finished_phases(output) == ["0-read"], 300, proc)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
+    kill_after_first_phase(big, output)
     assert main(["run", str(big), "-o", str(output), "--runner-preset", "direct", "--quiet", "--no-resume"]) == 0
     kept, rows, manifest = outcome(output)
     assert [p["resumed"] for p in manifest["phases"]] == [False, False]
@@ -130,13 +132,16 @@ def test_a_second_run_into_a_directory_in_use_is_refused_with_one_line(tmp_path,
     assert main(["run", str(DEMO), "-o", str(output), "--runner-preset", "direct", "--quiet"]) == 0
 
 
-def test_a_concurrent_run_is_refused_while_the_first_one_works(big, tmp_path):
+def test_a_concurrent_run_is_refused_while_the_first_one_works(tmp_path):
+    huge = tmp_path / "huge.warc.gz"
+    repeat_pages(DEMO, huge, 60)  # minutes of work: it is still running when the second run asks
     output = tmp_path / "out"
-    first = subprocess.Popen(cli(big, "-o", output, "-q"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    first = subprocess.Popen(cli(huge, "-o", output, "-q"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                              start_new_session=True)
     try:
         wait_for(lambda: any(output.glob(".staging/*/run.json")), 120, first)
         second = subprocess.run(cli(DEMO, "-o", output, "-q"), capture_output=True, timeout=120)
+        assert first.poll() is None, "the first run ended before the second one asked"
         lines = second.stderr.decode().splitlines()
         assert second.returncode == 1 and len(lines) == 1 and "is in use by another run" in lines[0], lines
     finally:
