@@ -866,12 +866,16 @@ class FindChunksFn(ReadWarcFileFn):
         start = 0
         try:
             with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as raw:
-                fmt, stream = _sniff_format(raw)
-                if fmt == "warc":
-                    iterator = WARCIterator(stream)
-                    for _ in iterator:
+                head = raw.read(_BLOCK)
+                if _sniff_format(head) == "warc":
+                    iterator = WARCIterator(_Rewound(head, raw))
+                    iterator.INC_RECORD = ""  # a length that lies: the reader's error row reports it
+                    for record in iterator:
                         offset = iterator.get_record_offset()
                         iterator.read_to_end()
+                        cut = getattr(record.raw_stream, "limit", 0) > 0
+                        if iterator.err_count or cut or record.rec_type is None or record.length is None:
+                            break  # damage: the rest is one range, read (and resynchronised) as a file
                         if offset - start >= CHUNK_BYTES:
                             yield path, start, offset
                             start = offset
@@ -881,21 +885,43 @@ class FindChunksFn(ReadWarcFileFn):
 
 
 class _Window:
-    """A read-only view of ``raw`` from its current position for ``size`` bytes
-    (``size`` < 0: to the end)."""
+    """A read-only view of ``raw`` from byte ``start`` for ``size`` bytes (``size`` < 0:
+    to the end), positions counted from ``start``; seekable when ``raw`` is, so that
+    reading resynchronises after a fault inside the range as inside a file."""
 
-    def __init__(self, raw: BinaryIO, size: int):
+    def __init__(self, raw: BinaryIO, start: int, size: int):
         self._raw = raw
-        self._left = size
+        self._start = start
+        self._size = size
+        self._pos = 0
+        if start:
+            raw.seek(start)
 
     def read(self, size: int = -1) -> bytes:
-        if self._left < 0:
-            return self._raw.read(size)
-        if size is None or size < 0 or size > self._left:
-            size = self._left
+        if self._size >= 0:
+            left = max(self._size - self._pos, 0)
+            size = left if size is None or size < 0 or size > left else size
         data = self._raw.read(size)
-        self._left -= len(data)
+        self._pos += len(data)
         return data
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seekable(self) -> bool:
+        return bool(self._raw.seekable())
+
+    def seek(self, pos: int, whence: int = 0) -> int:
+        if whence == 1:
+            pos += self._pos
+        elif whence == 2:
+            if self._size < 0:
+                self._pos = self._raw.seek(0, 2) - self._start
+                return self._pos
+            pos += self._size
+        self._raw.seek(self._start + pos)
+        self._pos = pos
+        return pos
 
 
 class ReadChunkFn(ReadWarcFileFn):
@@ -907,13 +933,12 @@ class ReadChunkFn(ReadWarcFileFn):
     def _read_chunk(self, path: str, start: int, end: int) -> Iterator[list]:
         try:
             raw = FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
-            if start:
-                raw.seek(start)
+            window = _Window(raw, start, end - start if end >= 0 else -1)
         except Exception as exc:  # missing, unreadable: a fault at the range's start
             yield self._fault(path, start, exc)
             return
         with raw:
-            yield from self.read_stream(path, _Window(raw, end - start if end >= 0 else -1), base=start)
+            yield from self.read_stream(path, window, base=start)
 
 
 class ReadWarc(beam.PTransform):
