@@ -150,7 +150,11 @@ def _link(target: str, path: str) -> None:
 
 def _adopt_legacy(output: str) -> None:
     """An output written before versions (real table directories): make it the
-    current version, so the first versioned publication swaps from it too."""
+    current version, so the first versioned publication swaps from it too. So is a copy
+    of an output whose links were followed (``.current`` a real directory)."""
+    current = join(output, CURRENT)
+    if os.path.isdir(current) and not os.path.islink(current):
+        shutil.rmtree(current)  # a copy: DIR/<table> hold the same tables
     legacy = [name for name in (*TABLES, MANIFEST) if os.path.exists(join(output, name)) and not os.path.islink(join(output, name))]
     if not legacy or os.path.lexists(join(output, CURRENT)):
         return
