@@ -172,6 +172,19 @@ def _run_parser() -> argparse.ArgumentParser:
         help="a parameter of the runner preset (repeatable), e.g. --runner-opt endpoint=localhost:8099",
     )
     parser.add_argument(
+        "--limit",
+        type=int,
+        metavar="N",
+        help="read only the first N pages (input files in path order), for sampling; same as --set read.limit=N",
+    )
+    parser.add_argument(
+        "--resume",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="continue from the phases a killed or interrupted run of the same config on the same inputs "
+        "finished (default); --no-resume starts over",
+    )
+    parser.add_argument(
         "--quiet", "-q", action="store_true", help="print only the funnel table (no live progress on stderr)"
     )
     parser.add_argument("--verbose", "-v", action="store_true", help="show Beam's own INFO logging")
@@ -206,6 +219,8 @@ def cmd_run(argv: Sequence[str]) -> int:
     overrides = list(args.overrides)
     if args.stages is not None:
         overrides.append(f"run.stages={args.stages}")
+    if args.limit is not None:
+        overrides.append(f"read.limit={args.limit}")
     try:
         config = load_config(args.config, overrides)
     except ConfigError as exc:
@@ -213,7 +228,8 @@ def cmd_run(argv: Sequence[str]) -> int:
         return 2
 
     from mmcurate.pipeline.manifest import format_funnel
-    from mmcurate.pipeline.run import InputError, RunError, run_curation
+    from mmcurate.pipeline.output import OutputBusy
+    from mmcurate.pipeline.run import InputError, Interrupted, RunError, run_curation
 
     if args.index and args.inputs:
         parser.error("give INPUT files or --index, not both")
@@ -247,10 +263,20 @@ def cmd_run(argv: Sequence[str]) -> int:
                 progress=not args.quiet,
                 index=args.index,
                 warc_prefix=args.warc_prefix,
+                resume=args.resume,
             )
     except InputError as exc:
         print(f"mmcurate: {exc}", file=sys.stderr)
         return 2
+    except OutputBusy as exc:
+        print(f"mmcurate: {exc}", file=sys.stderr)
+        return 1
+    except Interrupted as exc:
+        print(f"mmcurate: {exc}", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:  # before the run started, or while publishing
+        print("mmcurate: interrupted", file=sys.stderr)
+        return 130
     except RunError as exc:
         print(f"mmcurate: {exc}", file=sys.stderr)
         return 1

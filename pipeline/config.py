@@ -52,8 +52,11 @@ class ReadConfig(_Section):
     keep_images: bool = True
     # An image/* payload larger than this is not kept aside for retrieval.
     max_image_bytes: int = Field(default=10 * 1024 * 1024, gt=0)
-    # Reshuffle after reading so that extraction spreads across workers.
+    # Cut each WARC into ranges of whole records spread over workers, so that
+    # extraction spreads across workers (only the ranges cross a shuffle).
     reshuffle: bool = True
+    # Read only the first N pages (files in path order), for sampling; 0: all.
+    limit: int = Field(default=0, ge=0)
 
 
 class ExtractConfig(_Section):

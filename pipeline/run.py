@@ -4,6 +4,8 @@ and writes the manifest."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import logging
 import os
 import time
@@ -18,7 +20,7 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 from apache_beam.runners.runner import PipelineState
 
 from mmcurate.pipeline import output as out
-from mmcurate.pipeline.build import build_pipeline
+from mmcurate.pipeline.build import TABLES_DIR, Phase, build_phase, phase_dir, plan_phases
 from mmcurate.pipeline.config import Config
 from mmcurate.pipeline.manifest import build_manifest
 from mmcurate.runners.progress import ProgressMonitor
@@ -139,6 +141,81 @@ def _run(pipeline: beam.Pipeline) -> tuple[Any, Any]:
     return result, result.wait_until_finish()
 
 
+class Interrupted(RunError):
+    """The run was stopped (Ctrl-C); the message says whether it can resume."""
+
+
+COMPLETE = "_COMPLETE.json"
+STATE = "run.json"
+
+
+def run_key(config: Config, files: Sequence[tuple[str, int, float]], index: Optional[str], warc_prefix: str) -> str:
+    """What a rerun must match to resume: the config and every input file (path,
+    size, modification time), or the index and prefix."""
+    material = json.dumps(
+        {"config": config.digest(), "files": sorted(files), "index": index or "", "warc_prefix": warc_prefix},
+        sort_keys=True,
+    )
+    return hashlib.sha256(material.encode("utf-8")).hexdigest()[:16]
+
+
+def _input_files(patterns: Sequence[str]) -> list[tuple[str, int, float]]:
+    files = []
+    for pattern in patterns:
+        for m in FileSystems.match([pattern])[0].metadata_list:
+            if not m.path.endswith("/"):
+                files.append((m.path, int(m.size_in_bytes), float(m.last_updated_in_seconds or 0)))
+    return sorted(set(files))
+
+
+def _merge(totals: dict[tuple[str, str], int], counters: Optional[dict[tuple[str, str], int]]) -> None:
+    for key, value in (counters or {}).items():
+        totals[key] = totals.get(key, 0) + value
+
+
+def _run_phases(
+    phases: Sequence[Phase],
+    root: str,
+    options: PipelineOptions,
+    patterns: Sequence[str],
+    config: Config,
+    reader: Optional[beam.PTransform],
+) -> tuple[Optional[dict[tuple[str, str], int]], list[dict[str, Any]]]:
+    """Runs every phase not finished yet (one Beam pipeline each); returns the
+    counters of all phases (None if a runner reported none) and what each phase did."""
+    totals: dict[tuple[str, str], int] = {}
+    metrics = True
+    report = []
+    for phase in phases:
+        here = phase_dir(root, phase)
+        done = out.read_json(out.join(here, COMPLETE))
+        resumed = done is not None
+        if resumed:
+            log.info("phase %s: finished by an earlier run, resumed after it", phase.dirname)
+        else:
+            out.remove(here)  # what a killed run left of this phase
+            clock = time.perf_counter()
+            pipeline = beam.Pipeline(options=options)
+            build_phase(pipeline, phases, phase, root, patterns, config, reader=reader)
+            result, state = _run(pipeline)
+            if state not in (PipelineState.DONE, None):
+                raise RunError(f"phase {phase.dirname} ended in state {state}; nothing was published (staging kept at {root})")
+            counters = query_counters(result)
+            if counters is None and phase.index > 0 and metrics:
+                counters = {}  # the runner reports metrics: this phase saw nothing to count
+            done = {
+                "counters": None if counters is None else [[ns, name, value] for (ns, name), value in sorted(counters.items())],
+                "seconds": round(time.perf_counter() - clock, 3),
+            }
+            out.write_json(out.join(here, COMPLETE), done)
+        if done["counters"] is None:
+            metrics = False
+        else:
+            _merge(totals, {(ns, name): value for ns, name, value in done["counters"]})
+        report.append({"phase": phase.dirname, "stages": list(phase.stages), "seconds": done["seconds"], "resumed": resumed})
+    return (totals if metrics else None), report
+
+
 def run_curation(
     inputs: Sequence[str],
     output: str,
@@ -148,6 +225,7 @@ def run_curation(
     progress: bool = False,
     index: Optional[str] = None,
     warc_prefix: str = "",
+    resume: bool = True,
 ) -> dict[str, Any]:
     """Curates ``inputs`` into ``output``; returns the manifest it wrote.
 
@@ -156,7 +234,12 @@ def run_curation(
     relative WARC filenames; ``inputs`` must then be empty. With ``progress``, a
     local run prints live progress to stderr (``runners.progress``).
 
-    Raises InputError before anything runs if an input is missing, and RunError if
+    The run goes in phases (``pipeline.build``), each finished phase recorded in
+    staging; with ``resume`` (the default) a rerun of the same config on the same
+    input files skips the phases an earlier, killed or interrupted run finished.
+
+    Raises InputError before anything runs if an input is missing, OutputBusy if
+    another run holds the output directory, Interrupted on Ctrl-C, and RunError if
     the pipeline fails or pages are not conserved (the manifest is written first,
     so the numbers are there to read).
     """
@@ -175,35 +258,59 @@ def run_curation(
         standard.runner = "DirectRunner"
     runner = standard.runner if isinstance(standard.runner, str) else type(standard.runner).__name__
 
-    run_id = out.new_run_id()
-    if out.is_local(output):
-        os.makedirs(output, exist_ok=True)
-    out.clear_staging(output)
-    staging = out.staging_dir(output, run_id)
-    log.info(
-        "run %s: %d input file(s), %.1f MB, stages %s, runner %s",
-        run_id,
-        n_files,
-        n_bytes / 1e6,
-        ",".join(config.run.stages) or "(none)",
-        runner,
-    )
+    with out.lock_output(output):
+        key = run_key(config, _input_files(patterns), index, warc_prefix)
+        out.clear_staging(output, keep=key if resume else None)
+        root = out.staging_dir(output, key)
+        state = out.read_json(out.join(root, STATE))
+        if state is None:
+            state = {"run_id": out.new_run_id(), "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+            _write_state(root, state)
+        run_id = state["run_id"]
+        log.info(
+            "run %s: %d input file(s), %.1f MB, stages %s, runner %s",
+            run_id,
+            n_files,
+            n_bytes / 1e6,
+            ",".join(config.run.stages) or "(none)",
+            runner,
+        )
+        phases = plan_phases(config)
+        clock = time.perf_counter()
+        try:
+            # The monitor must be listening before the workers start: DirectRunner's run() blocks.
+            with ProgressMonitor(n_bytes, run_id) if progress else contextlib.nullcontext():
+                counters, report = _run_phases(phases, root, options, patterns, config, reader)
+        except KeyboardInterrupt:
+            finished = [p.dirname for p in phases if out.exists(out.join(phase_dir(root, p), COMPLETE))]
+            if finished:
+                raise Interrupted(
+                    f"interrupted; phase(s) {', '.join(finished)} of {len(phases)} are kept in {root}:"
+                    " run the same command again to resume"
+                ) from None
+            _drop_staging(output, root)
+            raise Interrupted("interrupted before any phase finished; staging removed, nothing published") from None
+        wall = time.perf_counter() - clock
+        return _publish(output, root, phases, run_id, state, counters, report, config, patterns, runner, wall, index, warc_prefix, n_bytes)
 
-    started = datetime.now(timezone.utc)
-    clock = time.perf_counter()
-    pipeline = beam.Pipeline(options=options)
-    build_pipeline(pipeline, patterns, staging, config, reader=reader)
-    # The monitor must be listening before the workers start: DirectRunner's run() blocks.
-    with ProgressMonitor(n_bytes, run_id) if progress else contextlib.nullcontext():
-        result, state = _run(pipeline)
-    if state not in (PipelineState.DONE, None):
-        raise RunError(f"pipeline ended in state {state}; nothing was published (staging kept at {staging})")
-    wall = time.perf_counter() - clock
 
-    written = out.table_summary(staging)
-    out.publish(output, staging)
-    remove_stale_report(output)
-    counters = query_counters(result)
+def _drop_staging(output: str, root: str) -> None:
+    out.remove(root)
+    staging = out.join(output, out.STAGING)
+    if out.is_local(staging) and os.path.isdir(staging) and not os.listdir(staging):
+        os.rmdir(staging)
+
+
+def _write_state(root: str, state: dict[str, Any]) -> None:
+    if out.is_local(root):
+        os.makedirs(root, exist_ok=True)
+    out.write_json(out.join(root, STATE), state)
+
+
+def _publish(output, root, phases, run_id, state, counters, report, config, patterns, runner, wall, index, warc_prefix, n_bytes):
+    tables = out.join(phase_dir(root, phases[-1]), TABLES_DIR)
+    # A run killed while publishing has moved its tables already: count them there.
+    written = out.table_summary(tables if out.exists(tables) or not out.is_local(output) else out.version_dir(output, run_id))
     counters_source = "runner metrics"
     if counters is None:
         counters = counters_from_rows(config, written)
@@ -217,14 +324,17 @@ def run_curation(
         config=config,
         counters=counters,
         written=written,
-        started=started.isoformat(timespec="seconds"),
+        started=state["started"],
         finished=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         wall_seconds=wall,
     )
     manifest["counters_source"] = counters_source
+    manifest["phases"] = report
     if index:
         manifest["index"] = {"files": patterns, "warc_prefix": warc_prefix, "bytes_pointed_at": n_bytes}
-    out.write_json(out.join(output, out.MANIFEST), manifest)
+    out.publish(output, tables, run_id, manifest)
+    remove_stale_report(output)
+    _drop_staging(output, root)
     if not manifest["totals"]["conserved"]:
         t = manifest["totals"]
         raise RunError(

@@ -2,8 +2,10 @@
 
 Documents travel once: ``FingerprintDocumentsFn`` turns each into a light
 ``Fingerprint`` (ids, keys, a MinHash signature); every dedup step shuffles only
-fingerprints and ids, and its verdicts (``Note``s, keyed by doc_id) join back to the
-documents in one ``CoGroupByKey`` at the end. The steps run in order of cost, each
+fingerprints and ids, and its verdicts (``Note``s, keyed by a key unique to each
+record: ``staging.record_key``) join back to the documents at the end: by one
+``CoGroupByKey``, or, in a staged run, unit by unit as the documents are read again
+from staging (``staging``), so that no document crosses a shuffle. The steps run in order of cost, each
 on the survivors of the one before:
 
 1. URL (``dedup.same_url``): group by normalised URL (filters/urlnorm.py); the
@@ -18,8 +20,9 @@ on the survivors of the one before:
    Beyond"), each step a GroupByKey by node, so no worker holds more than one
    node's neighbours. Chains (A~B, B~C) end in one cluster.
 
-Survivors: every node id is ``<rank>|<doc_id>`` where the rank string sorts in the
-configured survivor order (``DedupConfig.survivor``, then the smallest doc_id), so
+Survivors: every node id is ``<rank>|<doc_id>`` (then NUL and the record key) where the rank string sorts in
+the configured survivor order (``DedupConfig.survivor``, then the smallest doc_id, then
+the record's file and offset: the same record read twice keeps one copy), so
 the smallest id of a group or component is its survivor and the result depends on
 the set of documents only, not on worker count or bundle order. Each dropped
 document's decision row names its survivor in ``detail`` (``survivor=<doc_id>``) and
@@ -57,6 +60,7 @@ from mmcurate.stages.common import (
     error_decision,
     rejection_decision,
 )
+from mmcurate.stages.staging import VerdictsByUnit, by_key, read_unit, record_key, split_unit_key, unit_key
 
 log = logging.getLogger(__name__)
 
@@ -75,15 +79,18 @@ COUNTER_PAIRS_BELOW_VERIFY = "near.pairs_below_verify_threshold"
 COUNTER_RESIDUAL_EDGES = "near.residual_union_find_edges"
 
 _PRINTS = "prints"
+_NOTES = "notes"
 _SEP = "|"
+_KEY_SEP = "\x00"
 
 
 class Fingerprint(NamedTuple):
     """What the dedup shuffles carry for one document."""
 
     doc_id: str
-    node: str  # <content rank>|doc_id: sorts in survivor order
-    url_node: str  # <latest-first rank>|doc_id
+    key: str  # the join key of its notes: unique per record (staging.record_key)
+    node: str  # <content rank>|doc_id NUL key: sorts in survivor order
+    url_node: str  # <latest-first rank>|doc_id NUL key
     url_key: str  # normalised URL, "" when there is none
     text_key: str  # sha256 of the folded text, "" when there is no text
     sig: Optional[bytes]  # MinHash signature (uint32 little-endian), None without shingles
@@ -100,8 +107,22 @@ class Note(NamedTuple):
     signals: tuple[tuple[str, float], ...] = ()
 
 
+# A fingerprint whose document failed: the staged pass skips it (its error row is out).
+_FAILED = "\x00failed"
+
+
+def make_node(rank: str, doc_id: str, key: str) -> str:
+    # NUL before the key sorts below every character, so the order of
+    # <rank>|<doc_id> is kept and the key only breaks ties between equal doc_ids.
+    return f"{rank}{_SEP}{doc_id}{_KEY_SEP}{key}"
+
+
 def node_doc_id(node: str) -> str:
-    return node.split(_SEP, 1)[1]
+    return node.split(_SEP, 1)[1].split(_KEY_SEP, 1)[0]
+
+
+def node_key(node: str) -> str:
+    return node.split(_KEY_SEP, 1)[1]
 
 
 # -- survivor ranks ------------------------------------------------------------------
@@ -172,29 +193,44 @@ def describe_lsh(config: DedupConfig) -> str:
 
 
 class FingerprintDocumentsFn(beam.DoFn):
-    """Document -> (doc_id, document) on the main output, its Fingerprint on
-    ``prints``, or an error row."""
+    """Document -> (key, document) on the main output, its Fingerprint on
+    ``prints``, or an error row.
 
-    def __init__(self, config: DedupConfig):
+    ``staged``: the input is ``(unit, document)`` pairs read from staging; keys
+    start with the unit, no document is output (the staged pass reads them again),
+    and a failed document also leaves a note that makes that pass skip it."""
+
+    def __init__(self, config: DedupConfig, staged: bool = False):
         self._config = config
+        self._staged = staged
 
     def setup(self) -> None:
         self._counters = StageCounters(STAGE)
         self._hasher = minhash.MinHasher(self._config.num_perm, self._config.seed)
 
-    def process(self, doc: Document) -> Iterable:
+    def process(self, element) -> Iterable:
         started = time.perf_counter()
+        if self._staged:
+            unit, doc = element
+            key = unit_key(unit, record_key(doc))
+        else:
+            doc, key = element, record_key(element)
         try:
-            doc, fingerprint = self._fingerprint(doc)
+            doc, fingerprint = self._fingerprint(doc, key)
         except Exception as exc:
             self._counters.error(exc)
             yield beam.pvalue.TaggedOutput(ERRORS, error_decision(STAGE, doc, exc))
+            if self._staged:
+                yield beam.pvalue.TaggedOutput(_NOTES, (key, Note(_FAILED)))
         else:
-            yield doc.doc_id, doc
+            if not self._staged:
+                yield key, doc
+            elif SHINGLES in doc.signals:  # the staged pass reads the document without it
+                yield beam.pvalue.TaggedOutput(_NOTES, (key, Note(signals=((SHINGLES, doc.signals[SHINGLES]),))))
             yield beam.pvalue.TaggedOutput(_PRINTS, fingerprint)
         self._counters.micros(started)
 
-    def _fingerprint(self, doc: Document) -> tuple[Document, Fingerprint]:
+    def _fingerprint(self, doc: Document, key: str) -> tuple[Document, Fingerprint]:
         c = self._config
         rank = rank_string(doc, c.survivor, c.quality_signal)
         sig = hashes = None
@@ -210,8 +246,9 @@ class FingerprintDocumentsFn(beam.DoFn):
         url_key = normalize_url(doc.url, c.url_strip_params, c.url_fold_scheme) if c.url else ""
         return doc, Fingerprint(
             doc_id=doc.doc_id,
-            node=rank + _SEP + doc.doc_id,
-            url_node=rank_string(doc, ("latest",)) + _SEP + doc.doc_id,
+            key=key,
+            node=make_node(rank, doc.doc_id, key),
+            url_node=make_node(rank_string(doc, ("latest",)), doc.doc_id, key),
             url_key=url_key,
             text_key=text_key(doc) if c.exact_text else "",
             sig=sig,
@@ -237,11 +274,11 @@ def _resolve_group(element, node_field: str, reason: str, size_signal: str) -> I
     yield survivor
     if len(members) == 1:
         return
-    yield beam.pvalue.TaggedOutput("notes", (survivor.doc_id, Note(signals=((size_signal, float(len(members))),))))
+    yield beam.pvalue.TaggedOutput("notes", (survivor.key, Note(signals=((size_signal, float(len(members))),))))
     for p in members[1:]:
         # The keys match exactly: similarity 1.
         note = Note(reason, 1.0, 1.0, f"survivor={survivor.doc_id}")
-        yield beam.pvalue.TaggedOutput("notes", (p.doc_id, note))
+        yield beam.pvalue.TaggedOutput("notes", (p.key, note))
 
 
 class DedupByKey(beam.PTransform):
@@ -462,7 +499,7 @@ def _survivor_fan_out(element, verify: bool) -> Iterable:
         yield loser, (label, payload)
     if size > 1:
         note = Note(signals=((NEAR_CLUSTER_SIZE, float(size)),))
-        yield beam.pvalue.TaggedOutput("notes", (node_doc_id(label), note))
+        yield beam.pvalue.TaggedOutput("notes", (node_key(label), note))
 
 
 def _judge(element, verify: bool, threshold: float) -> Iterable:
@@ -475,7 +512,7 @@ def _judge(element, verify: bool, threshold: float) -> Iterable:
         value = minhash.jaccard(a, b) if verify else minhash.estimate_jaccard(a, b)
         kind = "true" if verify else "minhash_estimate"
         detail = f"survivor={node_doc_id(label)} jaccard={kind}"
-        yield node_doc_id(node), Note(reasons.DEDUP_NEAR_DUPLICATE, round(value, 4), threshold, detail)
+        yield node_key(node), Note(reasons.DEDUP_NEAR_DUPLICATE, round(value, 4), threshold, detail)
 
 
 class DedupNearDuplicates(beam.PTransform):
@@ -524,23 +561,45 @@ class DedupNearDuplicates(beam.PTransform):
 # -- the stage -------------------------------------------------------------------------
 
 
+def _sorted_notes(notes: Iterable[Note]) -> list[Note]:
+    return sorted(notes, key=lambda n: (n.reason, n.detail, n.signals))
+
+
 class DecideDuplicatesFn(beam.DoFn):
-    """Joins each document with its notes: kept with the signals, or one rejection row."""
+    """Joins each document with its notes: kept with the signals, or one rejection row.
+
+    The input is ``(key, {"doc": [...], "note": [...]})`` from a CoGroupByKey, or,
+    staged, ``(unit, {"unit": ..., "verdicts": [(record key, note), ...]})``: the
+    unit's documents are read again from staging and matched with their notes."""
+
+    def __init__(self, staged: bool = False):
+        self._staged = staged
 
     def setup(self) -> None:
         self._counters = StageCounters(STAGE)
 
     def process(self, element: tuple[str, dict]) -> Iterable:
-        _, joined = element
-        notes = sorted(joined["note"], key=lambda n: (n.reason, n.detail, n.signals))
-        for doc in joined["doc"]:
-            started = time.perf_counter()
-            try:
-                yield from self._decide(doc, notes)
-            except Exception as exc:
-                self._counters.error(exc)
-                yield beam.pvalue.TaggedOutput(ERRORS, error_decision(STAGE, doc, exc))
-            self._counters.micros(started)
+        key, joined = element
+        if not self._staged:
+            notes = _sorted_notes(joined["note"])
+            for doc in joined["doc"]:
+                yield from self._timed(doc, notes)
+            return
+        notes_by_key = by_key(joined["verdicts"])
+        for doc in read_unit(key):
+            notes = _sorted_notes(notes_by_key.get(record_key(doc), ()))
+            if notes and notes[0].reason == _FAILED:
+                continue  # its error row came from the fingerprint step
+            yield from self._timed(doc, notes)
+
+    def _timed(self, doc: Document, notes: list[Note]) -> Iterable:
+        started = time.perf_counter()
+        try:
+            yield from self._decide(doc, notes)
+        except Exception as exc:
+            self._counters.error(exc)
+            yield beam.pvalue.TaggedOutput(ERRORS, error_decision(STAGE, doc, exc))
+        self._counters.micros(started)
 
     def _decide(self, doc: Document, notes: list[Note]) -> Iterable:
         signals = {name: value for note in notes for name, value in note.signals}
@@ -556,27 +615,42 @@ class DecideDuplicatesFn(beam.DoFn):
         yield beam.pvalue.TaggedOutput(REJECTED, rejection_decision(STAGE, doc, verdict))
 
 
+def _by_unit(keyed_note: tuple[str, Note]) -> tuple[str, tuple[str, Note]]:
+    unit, key = split_unit_key(keyed_note[0])
+    return unit, (key, keyed_note[1])
+
+
 class DedupDocuments(beam.PTransform):
     """The `dedup` stage: URL, exact-text and near-duplicate dedup, as config turns
-    them on, each on the survivors of the one before."""
+    them on, each on the survivors of the one before.
 
-    def __init__(self, config: DedupConfig, label: str | None = None):
+    ``docs | DedupDocuments(config)`` joins the verdicts back to the documents by a
+    CoGroupByKey (the documents cross a shuffle). With ``units`` (the units of
+    ``staging.ReadStaged``), the input is its ``(unit, document)`` pairs: only
+    fingerprints and notes cross shuffles, and each unit's documents are read again
+    from staging and matched with that unit's notes."""
+
+    def __init__(self, config: DedupConfig, units: Optional[beam.PCollection] = None, label: str | None = None):
         super().__init__(label)
         self._config = config
+        self._units = units
 
     def expand(self, docs: beam.PCollection) -> StageResult:
         c = self._config
+        staged = self._units is not None
         if not (c.url or c.exact_text or c.near):
             rejected = docs.pipeline | "NoRejections" >> beam.Create([])
             errors = docs.pipeline | "NoErrors" >> beam.Create([])
+            if staged:
+                docs = docs | "Unkey" >> beam.Values()
             return StageResult(docs, rejected, errors)
         if c.near:
             log.info("dedup: %s", describe_lsh(c))
-        fingerprinted = docs | "Fingerprint" >> beam.ParDo(FingerprintDocumentsFn(c)).with_outputs(
-            _PRINTS, ERRORS, main="docs"
+        fingerprinted = docs | "Fingerprint" >> beam.ParDo(FingerprintDocumentsFn(c, staged)).with_outputs(
+            _PRINTS, _NOTES, ERRORS, main="docs"
         )
         prints = fingerprinted[_PRINTS]
-        notes = []
+        notes = [fingerprinted[_NOTES]]
         if c.url:
             prints, url_notes = prints | "Url" >> DedupByKey("url_key", "url_node", reasons.DEDUP_SAME_URL, URL_GROUP_SIZE)
             notes.append(url_notes)
@@ -588,10 +662,10 @@ class DedupDocuments(beam.PTransform):
         if c.near:
             notes.append(prints | "NearDuplicates" >> DedupNearDuplicates(c))
         all_notes = notes | "AllNotes" >> beam.Flatten()
-        outputs = (
-            {"doc": fingerprinted.docs, "note": all_notes}
-            | "JoinNotes" >> beam.CoGroupByKey()
-            | "Decide" >> beam.ParDo(DecideDuplicatesFn()).with_outputs(REJECTED, ERRORS, main=KEPT)
-        )
+        if staged:
+            joined = (self._units, all_notes | "NotesByUnit" >> beam.Map(_by_unit)) | "JoinUnits" >> VerdictsByUnit()
+        else:
+            joined = {"doc": fingerprinted.docs, "note": all_notes} | "JoinNotes" >> beam.CoGroupByKey()
+        outputs = joined | "Decide" >> beam.ParDo(DecideDuplicatesFn(staged)).with_outputs(REJECTED, ERRORS, main=KEPT)
         errors = (fingerprinted[ERRORS], outputs[ERRORS]) | "Errors" >> beam.Flatten()
         return StageResult(outputs[KEPT], outputs[REJECTED], errors)

@@ -52,6 +52,7 @@ import hashlib
 import logging
 import posixpath
 import time
+import uuid
 from functools import partial
 from typing import Iterable, NamedTuple, Optional
 
@@ -63,6 +64,7 @@ from mmcurate.filters import reasons
 from mmcurate.filters.verdict import reject
 from mmcurate.pipeline.config import ImagesConfig
 from mmcurate.schemas import (
+    KIND_ERROR,
     KIND_REJECTED,
     SUBJECT_IMAGE,
     CapturedImage,
@@ -92,7 +94,9 @@ from mmcurate.stages.imaging import (
     extension,
     normalize_image,
 )
+from mmcurate.stages.read import captured_payload
 from mmcurate.stages.retrieval import Fetched, ImageFetcher, canonical_url
+from mmcurate.stages.staging import VerdictsByUnit, read_unit, record_key, split_unit_key, unit_key
 from mmcurate.stages.urlkeys import capture_key
 
 log = logging.getLogger(__name__)
@@ -180,10 +184,21 @@ def image_wants(doc: Document) -> Iterable[tuple[str, tuple[str, ...]]]:
                 yield url, tuple(others)
 
 
-def image_refs(doc: Document) -> Iterable[tuple[str, str]]:
-    """(canonical URL, doc_id) for each distinct image URL of a document."""
+def image_refs(doc: Document, key: Optional[str] = None) -> Iterable[tuple[str, tuple[str, str]]]:
+    """(canonical URL, (key, doc_id)) for each distinct image URL of a document; the
+    key (default ``staging.record_key``) is what its links are joined back by."""
+    key = record_key(doc) if key is None else key
     for url, _ in image_wants(doc):
-        yield url, doc.doc_id
+        yield url, (key, doc.doc_id)
+
+
+def staged_image_refs(element: tuple[str, Document]) -> Iterable[tuple[str, tuple[str, str]]]:
+    unit, doc = element
+    return image_refs(doc, unit_key(unit, record_key(doc)))
+
+
+def staged_image_wants(element: tuple[str, Document]) -> Iterable[tuple[str, tuple[str, ...]]]:
+    return image_wants(element[1])
 
 
 def _capture_rank(image: CapturedImage) -> tuple:
@@ -242,11 +257,24 @@ class ResolveSourcesFn(beam.DoFn):
         oversized = next(((c, im) for c, im in offered if im.oversize), None)
         if hit is not None:
             candidate, image = hit
-            result = normalize_image(
-                url, image.payload, self._config, source=SOURCE_WARC, content_type=image.content_type, provenance=image.provenance
-            )
-            if candidate != url:
-                result = dataclasses.replace(result, source_url=candidate)
+            try:
+                payload = captured_payload(image)
+            except Exception as exc:  # the WARC moved or changed since it was read
+                result = ImageResult(
+                    url=url,
+                    status=STATUS_FAILED,
+                    reason=type(exc).__name__,
+                    kind=KIND_ERROR,
+                    detail=str(exc)[:200],
+                    source=SOURCE_WARC,
+                    provenance=image.provenance,
+                )
+            else:
+                result = normalize_image(
+                    url, payload, self._config, source=SOURCE_WARC, content_type=image.content_type, provenance=image.provenance
+                )
+                if candidate != url:
+                    result = dataclasses.replace(result, source_url=candidate)
         elif oversized is not None:
             # The WARC's copy decides: fetching it again would download as much.
             _, image = oversized
@@ -374,15 +402,17 @@ class ResolveImages(beam.PTransform):
 
 class RetrieveImages(beam.PTransform):
     """(documents, captured images) -> ImageResult per distinct canonical image URL
-    the documents reference, each retrieved once (with its bytes when retrieved)."""
+    the documents reference, each retrieved once (with its bytes when retrieved).
+    With ``wants=True`` the first input is already ``image_wants`` pairs."""
 
-    def __init__(self, config: ImagesConfig, label: Optional[str] = None):
+    def __init__(self, config: ImagesConfig, wants: bool = False, label: Optional[str] = None):
         super().__init__(label)
         self._config = config
+        self._wants = wants
 
     def expand(self, pcolls: tuple[beam.PCollection, beam.PCollection]) -> beam.PCollection:
         docs, captured = pcolls
-        wants = docs | "ImageWants" >> beam.FlatMap(image_wants)
+        wants = docs if self._wants else docs | "ImageWants" >> beam.FlatMap(image_wants)
         return (wants, captured) | "Resolve" >> ResolveImages(self._config)
 
 
@@ -477,8 +507,8 @@ def _link_urls(element: tuple[str, dict]) -> Iterable:
     result = results[0]
     retrieved = result.status == STATUS_OK
     key = result.image_id if retrieved else "\x00" + url
-    for doc_id in sorted(set(joined["refs"])):
-        yield key, (doc_id, url, result)
+    for doc_key, doc_id in sorted(set(joined["refs"])):
+        yield key, (doc_key, url, result)
         if retrieved:
             yield beam.pvalue.TaggedOutput(USAGE, (result.image_id, doc_id))
 
@@ -487,8 +517,8 @@ def _links_by_doc(element: tuple[str, dict]) -> Iterable[tuple[str, Link]]:
     _, joined = element
     clusters = list(joined["cluster"])
     cluster = clusters[0] if clusters else None
-    for doc_id, url, result in joined["links"]:
-        yield doc_id, Link(url, result, cluster)
+    for doc_key, url, result in joined["links"]:
+        yield doc_key, Link(url, result, cluster)
 
 
 # ---------------------------------------------------------------------------------
@@ -505,30 +535,85 @@ def document_filters(config: ImagesConfig) -> list:
     return filters
 
 
+class _Uncounted:
+    """Stands in for StageCounters where a pass must count nothing (the staged
+    pass that only computes image-set keys: the counting pass comes after it)."""
+
+    def inc(self, name: str, n: int = 1) -> None:
+        pass
+
+    kept = rejected = error = micros = lambda self, *args: None
+
+
+# The verdicts of a staged unit: each document's links, then its image-set verdict.
+_LINK = "link"
+_SET = "set"
+
+
 class ApplyImagesFn(beam.DoFn):
     """Fills each document's image nodes from its links, removes those that did not
     make it, and applies the document rules. Kept documents leave as
-    (image set key or None, document)."""
+    (image set key or None, document).
 
-    def __init__(self, config: ImagesConfig):
+    The input is ``(key, {"doc": [...], "links": [...]})`` from a CoGroupByKey, or,
+    staged, one unit with its verdicts (``staging.VerdictsByUnit``): the unit's
+    documents are read again from staging. ``set_keys_only`` (staged): output only
+    ``(image set key, (survivor rank, key))`` of kept documents with an image set,
+    and count nothing; the second pass (``set_keys_only`` off) then also takes each
+    document's image-set verdict and outputs final documents."""
+
+    def __init__(self, config: ImagesConfig, staged: bool = False, set_keys_only: bool = False):
         self._config = config
         self._filters = document_filters(config)
+        self._staged = staged
+        self._set_keys_only = set_keys_only
 
     def setup(self) -> None:
-        self._counters = StageCounters(STAGE)
+        self._counters = _Uncounted() if self._set_keys_only else StageCounters(STAGE)
 
     def process(self, element: tuple[str, dict]) -> Iterable:
-        _, joined = element
-        links = {link.url: link for link in joined["links"]}
-        for doc in joined["doc"]:
-            started = time.perf_counter()
-            try:
-                yield from self._apply(doc, links)
-            except Exception as exc:  # a bug or bad input: one error row, never a crash
+        key, joined = element
+        if not self._staged:
+            links = {link.url: link for link in joined["links"]}
+            for doc in joined["doc"]:
+                yield from self._timed(doc, key, links, None)
+            return
+        links_by_key: dict[str, dict[str, Link]] = {}
+        sets: dict[str, tuple] = {}
+        for doc_key, (kind, value) in joined["verdicts"]:
+            if kind == _LINK:
+                links_by_key.setdefault(doc_key, {})[value.url] = value
+            else:
+                sets[doc_key] = value
+        for doc in read_unit(key):
+            doc_key = record_key(doc)
+            yield from self._timed(doc, unit_key(key, doc_key), links_by_key.get(doc_key, {}), sets.get(doc_key))
+
+    def _timed(self, doc: Document, key: str, links: dict[str, Link], set_verdict: Optional[tuple]) -> Iterable:
+        started = time.perf_counter()
+        try:
+            for out in self._apply(doc, links):
+                if isinstance(out, beam.pvalue.TaggedOutput):
+                    if not self._set_keys_only:
+                        yield out
+                    continue
+                set_key, kept = out
+                if self._set_keys_only:
+                    if set_key is not None:
+                        yield set_key, (survivor_rank(kept), key)
+                elif self._staged:  # final documents: no (set key, document) pairs
+                    if set_key is None:
+                        yield kept
+                    else:
+                        yield from _decide_set(self._counters, kept, key, set_verdict)
+                else:
+                    yield set_key, kept
+        except Exception as exc:  # a bug or bad input: one error row, never a crash
+            if not self._set_keys_only:
                 log.debug("images failed on %s", doc.doc_id, exc_info=True)
                 self._counters.error(exc)
                 yield beam.pvalue.TaggedOutput(ERRORS, error_decision(STAGE, doc, exc))
-            self._counters.micros(started)
+        self._counters.micros(started)
 
     def _apply(self, doc: Document, links: dict[str, Link]) -> Iterable:
         config = self._config
@@ -603,12 +688,26 @@ def survivor_rank(doc: Document) -> tuple[str, str]:
     return (date if valid else "~", doc.doc_id)
 
 
-def _resolve_sets(element: tuple[str, Iterable[tuple[tuple[str, str], str]]]) -> Iterable[tuple[str, tuple[str, int]]]:
+def _resolve_sets(element: tuple[str, Iterable[tuple[tuple[str, str], str]]]) -> Iterable[tuple[str, tuple[str, str, int]]]:
+    """Members ``(survivor rank, key)`` of one image set -> ``(key, (survivor doc_id,
+    survivor key, set size))``; the key breaks ties between copies of one record."""
     _, members = element
     members = sorted(members)
-    survivor = members[0][1]
-    for _, doc_id in members:
-        yield doc_id, (survivor, len(members))
+    (_, survivor_id), survivor_key = members[0]
+    for _, key in members:
+        yield key, (survivor_id, survivor_key, len(members))
+
+
+def _decide_set(counters, doc: Document, key: str, verdict: tuple) -> Iterable:
+    survivor_id, survivor_key, size = verdict
+    doc = doc.with_signals({SIGNAL_SET_GROUP: float(size)})
+    if survivor_key == key:
+        counters.kept()
+        yield doc
+    else:
+        counters.rejected(reasons.IMAGE_DOCUMENT_DUPLICATE_SET)
+        verdict = reject(reasons.IMAGE_DOCUMENT_DUPLICATE_SET, 1.0, 1.0, detail=f"survivor={survivor_id}")
+        yield beam.pvalue.TaggedOutput(REJECTED, rejection_decision(STAGE, doc, verdict))
 
 
 class JoinSetVerdictFn(beam.DoFn):
@@ -616,19 +715,11 @@ class JoinSetVerdictFn(beam.DoFn):
         self._counters = StageCounters(STAGE)
 
     def process(self, element: tuple[str, dict]) -> Iterable:
-        _, joined = element
+        key, joined = element
         verdicts = list(joined["verdict"])
         for doc in joined["doc"]:
             started = time.perf_counter()
-            survivor, size = verdicts[0]
-            doc = doc.with_signals({SIGNAL_SET_GROUP: float(size)})
-            if survivor == doc.doc_id:
-                self._counters.kept()
-                yield doc
-            else:
-                self._counters.rejected(reasons.IMAGE_DOCUMENT_DUPLICATE_SET)
-                verdict = reject(reasons.IMAGE_DOCUMENT_DUPLICATE_SET, 1.0, 1.0, detail=f"survivor={survivor}")
-                yield beam.pvalue.TaggedOutput(REJECTED, rejection_decision(STAGE, doc, verdict))
+            yield from _decide_set(self._counters, doc, key, verdicts[0])
             self._counters.micros(started)
 
 
@@ -674,21 +765,66 @@ def failed_image_row(result: ImageResult) -> dict:
     }
 
 
+class StashBytesFn(beam.DoFn):
+    """Retrieved images -> ``(image_id, (result without bytes, blob))``: the bytes are
+    appended to a file of this bundle under ``directory`` and the blob ``(path,
+    offset, length)`` points at them, so that image bytes never cross a shuffle."""
+
+    def __init__(self, directory: str):
+        self._directory = directory
+
+    def start_bundle(self) -> None:
+        self._fh = None
+        self._path = ""
+        self._offset = 0
+
+    def process(self, result: ImageResult) -> Iterable:
+        if self._fh is None:
+            join = FileSystems.join if "://" in self._directory else posixpath.join
+            self._path = join(self._directory, f"blobs-{uuid.uuid4().hex}.bin")
+            self._fh = FileSystems.create(self._path)
+            self._offset = 0
+        data = result.data or b""
+        self._fh.write(data)
+        blob = (self._path, self._offset, len(data))
+        self._offset += len(data)
+        yield result.image_id, (result.summary(), blob)
+
+    def finish_bundle(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+
+def read_blob(blob: tuple[str, int, int]) -> bytes:
+    path, offset, length = blob
+    with FileSystems.open(path) as fh:
+        fh.seek(offset)
+        return fh.read(length)
+
+
+def _with_bytes(result: ImageResult, blob: Optional[tuple[str, int, int]]) -> ImageResult:
+    return result if blob is None else dataclasses.replace(result, data=read_blob(blob))
+
+
 class ImageRowFn(beam.DoFn):
     """One images-table row per retrieved image_id, with all its URLs; the bytes go
-    in the row or, with ``images.store: path``, to ``image_dir/<id[:2]>/<id>.<ext>``."""
+    in the row or, with ``images.store: path``, to ``image_dir/<id[:2]>/<id>.<ext>``.
+    The results come with their bytes, or as ``(result, blob)`` (``StashBytesFn``)."""
 
     def __init__(self, config: ImagesConfig):
         self._config = config
 
     def process(self, element: tuple[str, dict]) -> Iterable[dict]:
         image_id, joined = element
-        results = sorted(joined["image"], key=lambda r: (r.source != SOURCE_WARC, r.url))
+        entries = [e if isinstance(e, tuple) else (e, None) for e in joined["image"]]
+        entries.sort(key=lambda e: (e[0].source != SOURCE_WARC, e[0].url))
+        results = [result for result, _ in entries]
         if not results:
             return
         clusters = list(joined["cluster"])
         cluster = clusters[0] if clusters else Cluster(image_id, 0)
-        first = results[0]
+        first = _with_bytes(*entries[0])
         limit = self._config.max_doc_frequency
         too_frequent = bool(limit) and cluster.doc_frequency > limit
         row = failed_image_row(first)
@@ -726,23 +862,53 @@ def _decision_rows(result: ImageResult) -> Iterable[Decision]:
         yield image_decision(result)
 
 
+def _links_by_unit(keyed: tuple[str, Link]) -> tuple[str, tuple[str, tuple[str, Link]]]:
+    unit, key = split_unit_key(keyed[0])
+    return unit, (key, (_LINK, keyed[1]))
+
+
+def _sets_by_unit(keyed: tuple[str, tuple]) -> tuple[str, tuple[str, tuple[str, tuple]]]:
+    unit, key = split_unit_key(keyed[0])
+    return unit, (key, (_SET, keyed[1]))
+
+
 class CurateImages(beam.PTransform):
     """The `images` stage: ``docs | CurateImages(config, captured)`` -> ``ImagesResult``.
 
-    ``captured`` is the read stage's ``CapturedImage`` PCollection (``ReadResult.images``);
-    without it every image comes over HTTP (or fails as not captured)."""
+    ``captured`` is the read stage's ``CapturedImage`` PCollection (``ReadResult.images``:
+    pointers to the records, or payloads); without it every image comes over HTTP (or
+    fails as not captured).
 
-    def __init__(self, config: ImagesConfig, captured: Optional[beam.PCollection] = None, label: Optional[str] = None):
+    Staged (``units`` given, from ``staging.ReadStaged``): the input is its
+    ``(unit, document)`` pairs and ``blob_dir`` a staging directory. Only URLs,
+    links, hashes and ids cross shuffles: each unit's documents are read again from
+    staging, once to compute their image-set keys and once to apply every verdict;
+    retrieved bytes go to blob files in ``blob_dir`` and are read back for the
+    images table."""
+
+    def __init__(
+        self,
+        config: ImagesConfig,
+        captured: Optional[beam.PCollection] = None,
+        label: Optional[str] = None,
+        units: Optional[beam.PCollection] = None,
+        blob_dir: Optional[str] = None,
+    ):
         super().__init__(label)
         self._config = config
         self._captured = captured
+        self._units = units
+        self._blob_dir = blob_dir
 
     def expand(self, docs: beam.PCollection) -> ImagesResult:
         config = self._config
+        staged = self._units is not None
         captured = self._captured
         if captured is None:
             captured = docs.pipeline | "NoCapturedImages" >> beam.Create([])
-        results = (docs, captured) | "Retrieve" >> RetrieveImages(config)
+        refs = docs | "ImageRefs" >> beam.FlatMap(staged_image_refs if staged else image_refs)
+        wants = docs | "ImageWants" >> beam.FlatMap(staged_image_wants if staged else image_wants)
+        results = (wants, captured) | "Retrieve" >> RetrieveImages(config, wants=True)
         summaries = results | "DropBytes" >> beam.Map(lambda r: r.summary())
         retrieval_decisions = summaries | "RetrievalDecisions" >> beam.FlatMap(_decision_rows)
         failed_rows = (
@@ -752,7 +918,6 @@ class CurateImages(beam.PTransform):
         )
 
         # Documents per URL joined with the URL's result.
-        refs = docs | "RefsByUrl" >> beam.FlatMap(image_refs)
         linked = (
             {"refs": refs, "result": summaries | "SummaryByUrl" >> beam.Map(lambda r: (r.url, r))}
             | "JoinUrls" >> beam.CoGroupByKey()
@@ -784,13 +949,13 @@ class CurateImages(beam.PTransform):
         clusters = clustered["clusters"]
 
         # The images table: one row per image_id (exact dedup), plus failed URLs.
+        retrieved = results | "RetrievedWithBytes" >> beam.Filter(lambda r: r.status == STATUS_OK)
+        if self._blob_dir:
+            by_id = retrieved | "StashBytes" >> beam.ParDo(StashBytesFn(self._blob_dir))
+        else:
+            by_id = retrieved | "BytesById" >> beam.Map(lambda r: (r.image_id, r))
         image_rows = (
-            {
-                "image": results
-                | "RetrievedWithBytes" >> beam.Filter(lambda r: r.status == STATUS_OK)
-                | "BytesById" >> beam.Map(lambda r: (r.image_id, r)),
-                "cluster": clusters,
-            }
+            {"image": by_id, "cluster": clusters}
             | "JoinImageRows" >> beam.CoGroupByKey()
             | "ImageRows" >> beam.ParDo(ImageRowFn(config))
         )
@@ -802,8 +967,10 @@ class CurateImages(beam.PTransform):
             | "JoinClusters" >> beam.CoGroupByKey()
             | "LinksByDoc" >> beam.FlatMap(_links_by_doc)
         )
+        if staged:
+            return self._staged(docs, doc_links, retrieval_decisions, clustered[DECISIONS], rows)
         applied = (
-            {"doc": docs | "DocsById" >> beam.Map(lambda d: (d.doc_id, d)), "links": doc_links}
+            {"doc": docs | "DocsById" >> beam.Map(lambda d: (record_key(d), d)), "links": doc_links}
             | "JoinDocs" >> beam.CoGroupByKey()
             | "ApplyImages" >> beam.ParDo(ApplyImagesFn(config)).with_outputs(REJECTED, ERRORS, main=KEPT)
         )
@@ -812,12 +979,12 @@ class CurateImages(beam.PTransform):
         with_set = kept_pairs | "WithImageSet" >> beam.Filter(lambda p: p[0] is not None)
         set_verdicts = (
             with_set
-            | "SetKeys" >> beam.Map(lambda p: (p[0], (survivor_rank(p[1]), p[1].doc_id)))
+            | "SetKeys" >> beam.Map(lambda p: (p[0], (survivor_rank(p[1]), record_key(p[1]))))
             | "GroupBySet" >> beam.GroupByKey()
             | "ResolveSets" >> beam.FlatMap(_resolve_sets)
         )
         set_outputs = (
-            {"doc": with_set | "SetDocsById" >> beam.Map(lambda p: (p[1].doc_id, p[1])), "verdict": set_verdicts}
+            {"doc": with_set | "SetDocsById" >> beam.Map(lambda p: (record_key(p[1]), p[1])), "verdict": set_verdicts}
             | "JoinSetVerdicts" >> beam.CoGroupByKey()
             | "DecideSets" >> beam.ParDo(JoinSetVerdictFn()).with_outputs(REJECTED, main=KEPT)
         )
@@ -829,3 +996,24 @@ class CurateImages(beam.PTransform):
             set_outputs[REJECTED],
         ) | "Rejected" >> beam.Flatten()
         return ImagesResult(kept, rejected, applied[ERRORS], rows)
+
+    def _staged(self, docs, doc_links, retrieval_decisions, frequent_decisions, rows) -> ImagesResult:
+        config = self._config
+        units = self._units
+        links = doc_links | "LinksByUnit" >> beam.Map(_links_by_unit)
+        set_verdicts = (
+            (units, links)
+            | "JoinLinksForSets" >> VerdictsByUnit()
+            | "SetKeys" >> beam.ParDo(ApplyImagesFn(config, staged=True, set_keys_only=True))
+            | "GroupBySet" >> beam.GroupByKey()
+            | "ResolveSets" >> beam.FlatMap(_resolve_sets)
+            | "SetsByUnit" >> beam.Map(_sets_by_unit)
+        )
+        verdicts = (links, set_verdicts) | "AllVerdicts" >> beam.Flatten()
+        applied = (
+            (units, verdicts)
+            | "JoinVerdicts" >> VerdictsByUnit()
+            | "ApplyImages" >> beam.ParDo(ApplyImagesFn(config, staged=True)).with_outputs(REJECTED, ERRORS, main=KEPT)
+        )
+        rejected = (retrieval_decisions, frequent_decisions, applied[REJECTED]) | "Rejected" >> beam.Flatten()
+        return ImagesResult(applied[KEPT], rejected, applied[ERRORS], rows)

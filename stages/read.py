@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import codecs
 import dataclasses
+import io
 import logging
 import re
 import time
@@ -53,7 +54,7 @@ import webencodings
 from apache_beam.io import fileio
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
-from warcio.archiveiterator import ARCIterator, WARCIterator
+from warcio.archiveiterator import ArchiveIterator, ARCIterator, WARCIterator
 from warcio.exceptions import ArchiveLoadFailed
 
 from mmcurate.filters import reasons
@@ -480,6 +481,24 @@ def _size_of_rest(stream, seen: int) -> int:
         seen += len(block)
 
 
+def captured_payload(image: CapturedImage, max_bytes: int = 1 << 62) -> bytes:
+    """The bytes of a captured image: its payload when it carries one, else read
+    again from its record (``provenance``: file, offset, length) by a range read.
+    Raises ``PayloadTooLarge`` over ``max_bytes``."""
+    prov = image.provenance
+    if image.payload or prov.offset < 0 or prov.length <= 0:
+        return image.payload
+    with FileSystems.open(prov.warc_file, compression_type=CompressionTypes.UNCOMPRESSED) as raw:
+        raw.seek(prov.offset)
+        blob = raw.read(prov.length)
+    for record in ArchiveIterator(io.BytesIO(blob), arc2warc=True):
+        payload = _payload(record.content_stream(), max_bytes)
+        if payload is None:
+            raise PayloadTooLarge(f"captured image over {max_bytes} bytes")
+        return payload
+    raise MalformedRecord(f"no record at byte {prov.offset} of {prov.warc_file}")
+
+
 class ReadWarcFileFn(beam.DoFn):
     """Reads one WARC/ARC file (a path on any Beam filesystem): pages on the main
     output, ``CapturedImage`` on ``images``, decision rows on ``rejected``/``errors``."""
@@ -487,14 +506,18 @@ class ReadWarcFileFn(beam.DoFn):
     def __init__(self, config: ReadConfig):
         self._config = config
         self._counters: Optional[StageCounters] = None
+        # Pages still to read under read.limit (None: no limit).
+        self._remaining: Optional[int] = None
 
     def setup(self) -> None:
         self._counters = StageCounters(STAGE)
 
     def process(self, path: str) -> Iterator:
+        self._counters.inc("files")
+        yield from self._timed(self._read_file(path))
+
+    def _timed(self, batches: Iterator[list]) -> Iterator:
         counters = self._counters
-        counters.inc("files")
-        batches = self._read_file(path)
         while True:  # time our own work per record, not what runs downstream of a yield
             started = time.perf_counter()
             batch = next(batches, None)
@@ -502,6 +525,14 @@ class ReadWarcFileFn(beam.DoFn):
             if batch is None:
                 return
             yield from batch
+
+    def _count_page(self) -> None:
+        self._counters.inc("pages")
+        if self._remaining is not None:
+            self._remaining -= 1
+
+    def _exhausted(self) -> bool:
+        return self._remaining is not None and self._remaining <= 0
 
     # -- file level ------------------------------------------------------------------
 
@@ -558,6 +589,8 @@ class ReadWarcFileFn(beam.DoFn):
         iterator.INC_RECORD = ""  # warcio prints a length mismatch to stderr; the error row reports it
         records = iter(iterator)
         while True:
+            if self._exhausted():
+                return  # read.limit reached: the rest is not read, so it is no fault
             start = iterator.offset
             framing_errors = iterator.err_count
             try:
@@ -635,7 +668,7 @@ class ReadWarcFileFn(beam.DoFn):
     def _fault(self, path: str, offset: int, exc: BaseException, url: str = "", note: str = "") -> list:
         """The error row for a fault in the file at ``offset`` (no page to name)."""
         counters = self._counters
-        counters.inc("pages")
+        self._count_page()
         counters.error(exc)
         progress.add(pages=1)
         log.warning("%s: fault at byte %d (%s: %s)%s", path, offset, type(exc).__name__, exc, note)
@@ -659,7 +692,7 @@ class ReadWarcFileFn(beam.DoFn):
         is_page = isinstance(outcome, Exception) or outcome.tag in (PAGES, REJECTED)
         progress.add(pages=int(is_page), bytes=length)
         if isinstance(outcome, Exception):
-            counters.inc("pages")
+            self._count_page()
             counters.error(outcome)
             log.debug("%s: record at %d failed", path, offset, exc_info=outcome)
             url, record_id, date = _identity(record, arc)
@@ -681,11 +714,11 @@ class ReadWarcFileFn(beam.DoFn):
         value = outcome.value
         value = dataclasses.replace(value, provenance=dataclasses.replace(value.provenance, offset=offset, length=length))
         if outcome.tag == PAGES:
-            counters.inc("pages")
+            self._count_page()
             counters.kept()
             return [value]
         if outcome.tag == REJECTED:
-            counters.inc("pages")
+            self._count_page()
             counters.rejected(value.reason)
             return [beam.pvalue.TaggedOutput(REJECTED, value)]
         counters.inc("images")
@@ -754,17 +787,19 @@ class ReadWarcFileFn(beam.DoFn):
         if http and not 200 <= _status(http) < 300:
             self._counters.inc("images.status_not_ok")
             return _Outcome(None, counter=counter)
-        payload = _payload(stream, config.max_image_bytes, head)
+        # Read past, not kept: the images stage reads the bytes again from the record.
+        size = _size_of_rest(stream, len(head))
         url, record_id, date = _identity(record, arc)
         provenance = Provenance(warc_file=path, record_id=record_id, date=date)
-        if payload is None:
+        if size > config.max_image_bytes:
             # Passed on without its bytes, so the images stage can name why the URL
             # was not retrieved from the WARC (image.capture_too_large).
             self._counters.inc("images.too_large")
-            size = _size_of_rest(stream, config.max_image_bytes + 1)
             image = CapturedImage(url, mime, b"", provenance, oversize=size, limit=config.max_image_bytes)
             return _Outcome(IMAGES, image, counter=counter)
-        image = CapturedImage(url=url, content_type=mime, payload=payload, provenance=provenance)
+        # A pointer, not the bytes: the offset and length of the record are filled in
+        # by _emit, and captured_payload reads the bytes where they are needed.
+        image = CapturedImage(url=url, content_type=mime, payload=b"", provenance=provenance)
         return _Outcome(IMAGES, image, counter=counter)
 
 
@@ -800,12 +835,123 @@ def _path(metadata) -> str:
     return metadata.path
 
 
+class ReadFilesInOrderFn(ReadWarcFileFn):
+    """Reads a list of files one after the other, in path order, until
+    ``read.limit`` pages have been read: the first N pages of the input."""
+
+    def process(self, paths: list[str]) -> Iterator:
+        self._remaining = self._config.limit
+        for path in sorted(set(paths)):
+            if self._exhausted():
+                return
+            yield from super().process(path)
+
+
+# Compressed bytes per chunk of records spread over workers (ours: enough pages per
+# chunk to amortise opening the file, small enough to spread one WARC over many cores).
+CHUNK_BYTES = 8 * 1024 * 1024
+
+
+class FindChunksFn(ReadWarcFileFn):
+    """One file -> ``(path, start, end)`` byte ranges of whole records, about
+    ``CHUNK_BYTES`` each (end -1: to the end of the file), so that one large WARC is
+    read by many workers without its pages crossing a shuffle.
+
+    Only WARC files are cut, at record boundaries warcio reports; an ARC file, an
+    empty or unreadable one, or the rest of a file after a record warcio cannot
+    parse is one range, whose reader reports the fault as for a whole file."""
+
+    def process(self, path: str) -> Iterator[tuple[str, int, int]]:
+        self._counters.inc("files")
+        start = 0
+        try:
+            with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as raw:
+                head = raw.read(_BLOCK)
+                if _sniff_format(head) == "warc":
+                    iterator = WARCIterator(_Rewound(head, raw))
+                    iterator.INC_RECORD = ""  # a length that lies: the reader's error row reports it
+                    for record in iterator:
+                        offset = iterator.get_record_offset()
+                        iterator.read_to_end()
+                        cut = getattr(record.raw_stream, "limit", 0) > 0
+                        if iterator.err_count or cut or record.rec_type is None or record.length is None:
+                            break  # damage: the rest is one range, read (and resynchronised) as a file
+                        if offset - start >= CHUNK_BYTES:
+                            yield path, start, offset
+                            start = offset
+        except Exception:  # the reader of the last range meets it again and reports it
+            log.debug("%s: scanning for record boundaries stopped at byte %d", path, start, exc_info=True)
+        yield path, start, -1
+
+
+class _Window:
+    """A read-only view of ``raw`` from byte ``start`` for ``size`` bytes (``size`` < 0:
+    to the end), positions counted from ``start``; seekable when ``raw`` is, so that
+    reading resynchronises after a fault inside the range as inside a file."""
+
+    def __init__(self, raw: BinaryIO, start: int, size: int):
+        self._raw = raw
+        self._start = start
+        self._size = size
+        self._pos = 0
+        if start:
+            raw.seek(start)
+
+    def read(self, size: int = -1) -> bytes:
+        if self._size >= 0:
+            left = max(self._size - self._pos, 0)
+            size = left if size is None or size < 0 or size > left else size
+        data = self._raw.read(size)
+        self._pos += len(data)
+        return data
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seekable(self) -> bool:
+        return bool(self._raw.seekable())
+
+    def seek(self, pos: int, whence: int = 0) -> int:
+        if whence == 1:
+            pos += self._pos
+        elif whence == 2:
+            if self._size < 0:
+                self._pos = self._raw.seek(0, 2) - self._start
+                return self._pos
+            pos += self._size
+        self._raw.seek(self._start + pos)
+        self._pos = pos
+        return pos
+
+
+class ReadChunkFn(ReadWarcFileFn):
+    """Reads the records of one ``(path, start, end)`` range (``FindChunksFn``)."""
+
+    def process(self, chunk: tuple[str, int, int]) -> Iterator:
+        yield from self._timed(self._read_chunk(*chunk))
+
+    def _read_chunk(self, path: str, start: int, end: int) -> Iterator[list]:
+        try:
+            raw = FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+            window = _Window(raw, start, end - start if end >= 0 else -1)
+        except Exception as exc:  # missing, unreadable: a fault at the range's start
+            yield self._fault(path, start, exc)
+            return
+        with raw:
+            yield from self.read_stream(path, window, base=start)
+
+
 class ReadWarc(beam.PTransform):
     """Reads WARC/ARC files (paths or globs on any Beam filesystem, plain or gzip)
     from a pipeline root: ``p | ReadWarc(patterns, config)`` -> ``ReadResult``.
 
     A pattern that matches nothing produces nothing (the CLI checks its inputs
     before the run). A file matched by several patterns is read once.
+
+    With ``read.reshuffle`` (the default) each WARC file is cut into ranges of whole
+    records that are spread over workers (a shuffle of ``(path, start, end)``, never
+    of pages); without it each file is read by one worker. With ``read.limit`` N,
+    only the first N pages are read, files taken in path order.
     """
 
     def __init__(self, patterns: Sequence[str], config: ReadConfig = ReadConfig(), label: Optional[str] = None):
@@ -818,18 +964,30 @@ class ReadWarc(beam.PTransform):
         self._config = config
 
     def expand(self, pbegin) -> ReadResult:
-        files = (
+        config = self._config
+        paths = (
             pbegin
             | "Patterns" >> beam.Create(self._patterns)
             | "MatchFiles" >> fileio.MatchAll(fileio.EmptyMatchTreatment.ALLOW)
             | "Paths" >> beam.Map(_path)
-            # Also spreads the files over workers: it is a shuffle.
-            | "DistinctPaths" >> beam.Distinct()
         )
-        outputs = files | "ReadRecords" >> beam.ParDo(ReadWarcFileFn(self._config)).with_outputs(
-            IMAGES, REJECTED, ERRORS, main=PAGES
-        )
-        pages = outputs[PAGES]
-        if self._config.reshuffle:
-            pages = pages | "ReshufflePages" >> beam.Reshuffle()
-        return ReadResult(pages, outputs[IMAGES], outputs[REJECTED], outputs[ERRORS])
+        tags = (IMAGES, REJECTED, ERRORS)
+        if config.limit:
+            outputs = (
+                paths
+                | "AllPaths" >> beam.combiners.ToList()
+                | "ReadInOrder" >> beam.ParDo(ReadFilesInOrderFn(config)).with_outputs(*tags, main=PAGES)
+            )
+            return ReadResult(outputs[PAGES], outputs[IMAGES], outputs[REJECTED], outputs[ERRORS])
+        # Also spreads the files over workers: it is a shuffle.
+        files = paths | "DistinctPaths" >> beam.Distinct()
+        if config.reshuffle:
+            chunks = (
+                files
+                | "FindChunks" >> beam.ParDo(FindChunksFn(config))
+                | "SpreadChunks" >> beam.Reshuffle()
+            )
+            outputs = chunks | "ReadChunks" >> beam.ParDo(ReadChunkFn(config)).with_outputs(*tags, main=PAGES)
+        else:
+            outputs = files | "ReadRecords" >> beam.ParDo(ReadWarcFileFn(config)).with_outputs(*tags, main=PAGES)
+        return ReadResult(outputs[PAGES], outputs[IMAGES], outputs[REJECTED], outputs[ERRORS])

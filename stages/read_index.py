@@ -216,7 +216,6 @@ class ReadWarcIndex(beam.PTransform):
         outputs = pointers | "ReadRanges" >> beam.ParDo(ReadRangeFn(self._config)).with_outputs(
             IMAGES, REJECTED, ERRORS, main=PAGES
         )
-        pages = outputs[PAGES]
-        if self._config.reshuffle:
-            pages = pages | "ReshufflePages" >> beam.Reshuffle()
-        return ReadResult(pages, outputs[IMAGES], outputs[REJECTED], outputs[ERRORS])
+        # No reshuffle of pages: the pointers were spread by DistinctPointers, and
+        # page HTML never crosses a shuffle (runners hold shuffled data in memory).
+        return ReadResult(outputs[PAGES], outputs[IMAGES], outputs[REJECTED], outputs[ERRORS])

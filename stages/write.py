@@ -2,8 +2,8 @@
 
 Shards are written by Beam's Parquet sink, which writes temporary files and
 renames them at finalisation, so no half-written shard ever carries a final name.
-The pipeline writes into a staging directory; ``publish`` then swaps each table
-into place once the run has succeeded (see ``pipeline.output``).
+The last phase of a run writes into its staging directory; ``publish`` then makes
+them the output's current version in one atomic switch (see ``pipeline.output``).
 """
 
 from __future__ import annotations

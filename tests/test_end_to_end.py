@@ -180,5 +180,9 @@ def test_rerun_replaces_output_cleanly(corpus, tmp_path):
     assert manifest["run_id"] != first and manifest["stages_off"][0] == "dedup"
     kept = sorted(pq.read_table(out / "documents").column("doc_id").to_pylist())
     assert kept == sorted([ids["harbour"], ids["railway"], ids["harbour-copy"]])
-    assert sorted(p.name for p in out.iterdir()) == ["decisions", "documents", "images", "manifest.json", "pairs"]
+    names = sorted(p.name for p in out.iterdir())
+    # The tables are links into the one current version; nothing of the first run is left.
+    assert [n for n in names if not n.startswith(".")] == ["decisions", "documents", "images", "manifest.json", "pairs"]
+    assert [n for n in names if n.startswith(".")] == [".current", ".lock", ".versions"]
+    assert [p.name for p in (out / ".versions").iterdir()] == [manifest["run_id"]]
     assert len(list((out / "documents").glob("*.parquet"))) >= 1

@@ -1,0 +1,268 @@
+"""Runs that die or meet each other: resuming after a SIGKILL, Ctrl-C, two runs into
+one directory, a publication killed at every step, the same WARC under two names,
+and --limit."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from mmcurate.filters import reasons
+from mmcurate.pipeline import output as out
+from mmcurate.pipeline.cli import main
+from mmcurate.schemas.tables import TABLES
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "warc"
+DEMO = FIXTURES / "demo.warc.gz"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from test_run_scale import outcome, repeat_pages  # noqa: E402
+
+
+def cli(*args) -> list[str]:
+    return [sys.executable, "-m", "mmcurate.pipeline.cli", "run", *map(str, args), "--runner-preset", "direct"]
+
+
+def wait_for(predicate, timeout: float, proc: subprocess.Popen) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert proc.poll() is None, f"the run ended (exit {proc.returncode}) before the point the test waits for"
+        assert time.monotonic() < deadline, "the run never reached the point the test waits for"
+        time.sleep(0.05)
+
+
+def finished_phases(output: Path) -> list[str]:
+    return sorted(p.parent.name for p in output.glob(".staging/*/*/_COMPLETE.json"))
+
+
+def kill_after_first_phase(warc: Path, output: Path) -> None:
+    """Starts a run and SIGKILLs it (and its extractor children) as soon as its
+    first phase has finished, inside the next one."""
+    proc = subprocess.Popen(cli(warc, "-o", output, "-q"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    wait_for(lambda: finished_phases(output) == ["0-read"], 300, proc)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("big") / "big.warc.gz"
+    repeat_pages(DEMO, path, 6)
+    return path
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(big, tmp_path_factory):
+    output = tmp_path_factory.mktemp("whole") / "out"
+    assert main(["run", str(big), "-o", str(output), "--runner-preset", "direct", "--quiet"]) == 0
+    return outcome(output)
+
+
+@pytest.mark.slow
+def test_a_run_killed_after_its_first_phase_resumes_there_and_gives_the_same_output(big, uninterrupted, tmp_path):
+    output = tmp_path / "out"
+    kill_after_first_phase(big, output)
+    assert not (output / "manifest.json").exists()  # nothing published
+    assert main(["run", str(big), "-o", str(output), "--runner-preset", "direct", "--quiet"]) == 0
+    kept, rows, manifest = outcome(output)
+    want_kept, want_rows, want = uninterrupted
+    assert [(p["phase"], p["resumed"]) for p in manifest["phases"]] == [("0-read", True), ("1-dedup", False)]
+    assert kept == want_kept and rows == want_rows
+    assert manifest["totals"] == want["totals"] and manifest["stages"]["read"] == want["stages"]["read"]
+    assert not (output / ".staging").exists()
+
+
+@pytest.mark.slow
+def test_no_resume_starts_over(big, uninterrupted, tmp_path):
+    output = tmp_path / "out"
+    kill_after_first_phase(big, output)
+    assert main(["run", str(big), "-o", str(output), "--runner-preset", "direct", "--quiet", "--no-resume"]) == 0
+    kept, rows, manifest = outcome(output)
+    assert [p["resumed"] for p in manifest["phases"]] == [False, False]
+    assert kept == uninterrupted[0] and rows == uninterrupted[1]
+
+
+@pytest.mark.slow
+def test_ctrl_c_ends_the_run_with_one_line(big, tmp_path):
+    output = tmp_path / "out"
+    proc = subprocess.Popen(cli(big, "-o", output, "-q"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    # While the first phase runs: nothing to resume from, so staging goes.
+    wait_for(lambda: any(output.glob(".staging/*/run.json")), 120, proc)
+    time.sleep(1.5)
+    os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C sends: the whole foreground group
+    _, err = proc.communicate(timeout=120)
+    lines = [line for line in err.decode().splitlines() if line.strip()]
+    assert proc.returncode == 130, err.decode()[-2000:]
+    assert lines == ["mmcurate: interrupted before any phase finished; staging removed, nothing published"], lines
+    assert not (output / ".staging").exists()
+    # After the first phase: the run can resume, so staging stays.
+    proc = subprocess.Popen(cli(big, "-o", output, "-q"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    wait_for(lambda: finished_phases(output) == ["0-read"], 300, proc)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    lines = [line for line in err.decode().splitlines() if line.strip()]
+    assert proc.returncode == 130 and len(lines) == 1 and "run the same command again to resume" in lines[0], lines
+    assert finished_phases(output) == ["0-read"]
+
+
+def test_a_second_run_into_a_directory_in_use_is_refused_with_one_line(tmp_path, capsys):
+    output = tmp_path / "out"
+    with out.lock_output(str(output)):  # what a run holds while it works
+        code = main(["run", str(DEMO), "-o", str(output), "--runner-preset", "direct", "--quiet"])
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert code == 1
+    assert err == [f"mmcurate: output {output} is in use by another run (pid {os.getpid()}); "
+                   "wait for it to end or choose another --output"]
+    assert not (output / "manifest.json").exists()
+    # Free again: the run goes ahead.
+    assert main(["run", str(DEMO), "-o", str(output), "--runner-preset", "direct", "--quiet"]) == 0
+
+
+def test_a_concurrent_run_is_refused_while_the_first_one_works(tmp_path):
+    huge = tmp_path / "huge.warc.gz"
+    repeat_pages(DEMO, huge, 60)  # minutes of work: it is still running when the second run asks
+    output = tmp_path / "out"
+    first = subprocess.Popen(cli(huge, "-o", output, "-q"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True)
+    try:
+        wait_for(lambda: any(output.glob(".staging/*/run.json")), 120, first)
+        second = subprocess.run(cli(DEMO, "-o", output, "-q"), capture_output=True, timeout=120)
+        assert first.poll() is None, "the first run ended before the second one asked"
+        lines = second.stderr.decode().splitlines()
+        assert second.returncode == 1 and len(lines) == 1 and "is in use by another run" in lines[0], lines
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait()
+
+
+# -- publication killed at every step --------------------------------------------------
+
+
+def _fake_version(directory: Path, label: str) -> dict:
+    """Staged tables whose every row names ``label``, and its manifest."""
+    for table in TABLES:
+        (directory / table).mkdir(parents=True)
+        pq.write_table(pa.table({"run": [label, label]}), directory / table / "part-00000-of-00001.parquet")
+    return {"run_id": label}
+
+
+def _view(output: Path) -> set[str]:
+    """Every run label a reader sees through DIR/<table> and DIR/manifest.json."""
+    seen = {json.loads((output / "manifest.json").read_text())["run_id"]}
+    for table in TABLES:
+        seen.update(pq.read_table(output / table).column("run").to_pylist())
+    return seen
+
+
+def _publish_and_die(output: str, staged: str, label: str, after: int) -> None:
+    """Publishes, and SIGKILLs itself at the ``after``-th filesystem step."""
+    steps = {"n": 0}
+    real = {name: getattr(os, name) for name in ("replace", "symlink", "makedirs", "rmdir", "remove")}
+
+    def step(name):
+        def wrapped(*args, **kwargs):
+            steps["n"] += 1
+            if steps["n"] == after:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return real[name](*args, **kwargs)
+        return wrapped
+
+    for name in real:
+        setattr(os, name, step(name))
+    out.publish(output, staged, label, {"run_id": label})
+    os._exit(0)
+
+
+def test_a_publication_killed_at_any_step_leaves_the_old_output_or_the_new(tmp_path):
+    ctx = multiprocessing.get_context("fork")
+    step = 1
+    while True:
+        output = tmp_path / f"out{step}"
+        output.mkdir()
+        _fake_version(tmp_path / f"old{step}", "old")
+        out.publish(str(output), str(tmp_path / f"old{step}"), "old", {"run_id": "old"})
+        assert _view(output) == {"old"}
+        staged = tmp_path / f"new{step}"
+        _fake_version(staged, "new")
+        child = ctx.Process(target=_publish_and_die, args=(str(output), str(staged), "new", step))
+        child.start()
+        child.join()
+        killed = child.exitcode == -signal.SIGKILL
+        view = _view(output)
+        assert view in ({"old"}, {"new"}), (step, view)
+        # Published again (what the rerun does): the new output, whole.
+        out.publish(str(output), str(staged), "new", {"run_id": "new"})
+        assert _view(output) == {"new"}
+        assert [p.name for p in (output / out.VERSIONS).iterdir()] == ["new"]
+        assert sorted(p.name for p in output.iterdir()) == [".current", ".versions", *sorted([*TABLES, "manifest.json"])]
+        if not killed:
+            break  # the publication finished before the step: every step has been tried
+        step += 1
+    assert step > 5  # moves, the manifest, the links and the swap were each interrupted
+
+
+def test_an_output_written_before_versions_is_replaced_cleanly(tmp_path):
+    output = tmp_path / "out"
+    _fake_version(output, "legacy")
+    (output / "manifest.json").write_text(json.dumps({"run_id": "legacy"}))
+    assert _view(output) == {"legacy"}
+    staged = tmp_path / "staged"
+    _fake_version(staged, "new")
+    out.publish(str(output), str(staged), "new", {"run_id": "new"})
+    assert _view(output) == {"new"}
+    assert [p.name for p in (output / out.VERSIONS).iterdir()] == ["new"]
+
+
+# -- the same WARC under two names, and --limit --------------------------------------
+
+
+@pytest.fixture(scope="module")
+def single_run(tmp_path_factory):
+    output = tmp_path_factory.mktemp("single") / "out"
+    assert main(["run", str(DEMO), "-o", str(output), "--runner-preset", "direct", "--quiet"]) == 0
+    return outcome(output)
+
+
+def test_the_same_warc_under_two_names_keeps_one_copy_of_each_page(single_run, tmp_path):
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    shutil.copy(DEMO, inputs / "CC-MAIN-a.warc.gz")
+    shutil.copy(DEMO, inputs / "CC-MAIN-a (1).warc.gz")  # downloaded twice
+    output = tmp_path / "out"
+    assert main(["run", str(inputs / "*.warc.gz"), "-o", str(output), "--runner-preset", "direct", "--quiet"]) == 0
+    kept, rows, manifest = outcome(output)
+    want_kept, want_rows, want = single_run
+    assert kept == want_kept and len(kept) > 0  # every kept page once, none lost
+    assert manifest["totals"]["pages"] == 2 * want["totals"]["pages"] and manifest["totals"]["conserved"]
+    copies = [r for r in rows if r["stage"] == "dedup" and r["doc_id"] in set(kept)]
+    assert len(copies) == len(kept)  # the other copy of each, as a duplicate of it
+    assert {r["reason"] for r in copies} <= {reasons.DEDUP_SAME_URL, reasons.DEDUP_EXACT_TEXT}
+    assert all(r["detail"] == f"survivor={r['doc_id']}" for r in copies)
+    # Ties between copies of one record go to the smaller (file, offset): the other file loses.
+    assert {r["warc_file"] for r in copies} == {str(inputs / "CC-MAIN-a.warc.gz")}
+
+
+def test_limit_reads_only_the_first_pages(single_run, tmp_path):
+    output = tmp_path / "out"
+    assert main(["run", str(DEMO), "-o", str(output), "--runner-preset", "direct", "--quiet", "--limit", "5"]) == 0
+    kept, rows, manifest = outcome(output)
+    assert manifest["totals"]["pages"] == 5 and manifest["totals"]["conserved"]
+    assert manifest["config"]["read"]["limit"] == 5
+    offsets = sorted(r["warc_offset"] for r in pq.read_table(output / "documents").to_pylist() + rows)
+    first_five = sorted(r["warc_offset"] for r in
+                        pq.read_table(Path(single_run[2]["output"]) / "documents").to_pylist() + single_run[1])[:5]
+    assert offsets == first_five
