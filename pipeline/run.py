@@ -277,11 +277,19 @@ def run_curation(
         )
         phases = plan_phases(config)
         clock = time.perf_counter()
+        # Ctrl-C inside a transform is logged by Beam with a traceback before it is re-raised; the
+        # interrupt is reported below in one line instead.
+        beam_log = logging.getLogger("apache_beam.runners.common")
+        beam_log.addFilter(_drop_interrupt_records)
         try:
             # The monitor must be listening before the workers start: DirectRunner's run() blocks.
             with ProgressMonitor(n_bytes, run_id) if progress else contextlib.nullcontext():
                 counters, report = _run_phases(phases, root, options, patterns, config, reader)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, Exception) as exc:
+            # Beam re-raises a KeyboardInterrupt that reaches a DoFn as RuntimeError("KeyboardInterrupt
+            # [while running ...]"): that is Ctrl-C too. Any other failure goes on up.
+            if not isinstance(exc, KeyboardInterrupt) and not _is_interrupt(exc):
+                raise
             finished = [p.dirname for p in phases if out.exists(out.join(phase_dir(root, p), COMPLETE))]
             if finished:
                 raise Interrupted(
@@ -290,8 +298,26 @@ def run_curation(
                 ) from None
             _drop_staging(output, root)
             raise Interrupted("interrupted before any phase finished; staging removed, nothing published") from None
+        finally:
+            beam_log.removeFilter(_drop_interrupt_records)
         wall = time.perf_counter() - clock
         return _publish(output, root, phases, run_id, state, counters, report, config, patterns, runner, wall, index, warc_prefix, n_bytes)
+
+
+def _drop_interrupt_records(record: logging.LogRecord) -> bool:
+    """A logging filter: drops Beam's log line (and traceback) of a KeyboardInterrupt in a transform."""
+    return not record.getMessage().startswith("KeyboardInterrupt")
+
+
+def _is_interrupt(exc: BaseException) -> bool:
+    """Whether ``exc`` is a KeyboardInterrupt, or Beam's re-raise of one from inside a transform."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, KeyboardInterrupt) or str(exc).startswith("KeyboardInterrupt"):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 def _drop_staging(output: str, root: str) -> None:

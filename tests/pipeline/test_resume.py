@@ -63,6 +63,10 @@ def big(tmp_path_factory) -> Path:
     return path
 
 
+def untimed(stage: dict) -> dict:
+    return {k: v for k, v in stage.items() if k != "seconds"}
+
+
 @pytest.fixture(scope="module")
 def uninterrupted(big, tmp_path_factory):
     output = tmp_path_factory.mktemp("whole") / "out"
@@ -80,7 +84,9 @@ def test_a_run_killed_after_its_first_phase_resumes_there_and_gives_the_same_out
     want_kept, want_rows, want = uninterrupted
     assert [(p["phase"], p["resumed"]) for p in manifest["phases"]] == [("0-read", True), ("1-dedup", False)]
     assert kept == want_kept and rows == want_rows
-    assert manifest["totals"] == want["totals"] and manifest["stages"]["read"] == want["stages"]["read"]
+    assert manifest["totals"] == want["totals"]
+    # Every figure of the read stage but its processing time, which no two runs share.
+    assert untimed(manifest["stages"]["read"]) == untimed(want["stages"]["read"])
     assert not (output / ".staging").exists()
 
 
