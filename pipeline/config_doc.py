@@ -1,7 +1,7 @@
 """``mmcurate config --defaults``: the whole default config as YAML, a comment per key.
 
 Each key's comment is its pydantic field ``description`` when it has one, otherwise
-the comment block written above the field in ``pipeline/config.py`` (the form the
+the comment block written above the field in ``stages/config/<stage>.py`` (the form the
 config is documented in), read from the class source. A section's comment is its
 model's docstring. The printed YAML loads back into exactly the default config.
 """

@@ -16,7 +16,7 @@ from typing import Any, BinaryIO, Sequence
 
 import numpy as np
 
-from mmcurate.pipeline.config import ScoringConfig
+from mmcurate.stages.config import ScoringConfig
 from mmcurate.stages.failures import error_detail
 
 

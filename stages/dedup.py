@@ -49,7 +49,7 @@ from mmcurate.filters import minhash, reasons
 from mmcurate.filters.text import count_words, fold_for_hash
 from mmcurate.filters.urlnorm import normalize_url
 from mmcurate.filters.verdict import reject
-from mmcurate.pipeline.config import DedupConfig
+from mmcurate.stages.config import DedupConfig
 from mmcurate.schemas import Document
 from mmcurate.stages.common import (
     ERRORS,

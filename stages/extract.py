@@ -35,7 +35,7 @@ from typing import Iterable, Optional
 import apache_beam as beam
 
 from mmcurate.filters.mt_page import page_markers
-from mmcurate.pipeline.config import ExtractConfig
+from mmcurate.stages.config import ExtractConfig
 from mmcurate.schemas import Decision, Document, Page
 from mmcurate.stages.common import (
     ERRORS,

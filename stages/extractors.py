@@ -52,7 +52,7 @@ from urllib.parse import urljoin, urlsplit
 from lxml import etree
 from lxml import html as lxml_html
 
-from mmcurate.pipeline.config import ExtractConfig
+from mmcurate.stages.config import ExtractConfig
 from mmcurate.schemas import ImageNode, Node, TextNode
 from mmcurate.stages.urlkeys import capture_key
 

@@ -32,7 +32,7 @@ from apache_beam.io.filesystems import FileSystems
 from mmcurate.filters import c4, content, fineweb, gopher, language, nodes, obelics, urls
 from mmcurate.filters import flagged_words as flagged
 from mmcurate.filters.text import TextView
-from mmcurate.pipeline.config import HeuristicsConfig
+from mmcurate.stages.config import HeuristicsConfig
 from mmcurate.schemas import Document
 from mmcurate.stages.common import (
     ERRORS,

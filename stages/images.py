@@ -62,7 +62,7 @@ from apache_beam.io.filesystems import FileSystems
 from mmcurate.filters import images as rules
 from mmcurate.filters import reasons
 from mmcurate.filters.verdict import reject
-from mmcurate.pipeline.config import ImagesConfig
+from mmcurate.stages.config import ImagesConfig
 from mmcurate.schemas import (
     KIND_ERROR,
     KIND_REJECTED,

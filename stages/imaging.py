@@ -36,7 +36,7 @@ from PIL import Image, ImageOps
 from mmcurate.filters import images as rules
 from mmcurate.filters import reasons
 from mmcurate.filters.verdict import Verdict
-from mmcurate.pipeline.config import ImagesConfig
+from mmcurate.stages.config import ImagesConfig
 from mmcurate.schemas import Provenance
 
 # Retrieval status of an image (the images table's `status` column).

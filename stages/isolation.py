@@ -28,7 +28,7 @@ import threading
 from multiprocessing.connection import Connection
 from typing import Optional
 
-from mmcurate.pipeline.config import ExtractConfig
+from mmcurate.stages.config import ExtractConfig
 from mmcurate.stages.extractors import Extraction, load_extractor
 from mmcurate.stages.failures import error_detail
 

@@ -45,7 +45,7 @@ from apache_beam.io.filesystems import FileSystems
 from mmcurate.filters import reasons
 from mmcurate.filters.clip import CLIP_JUDGE_SCORE
 from mmcurate.filters.verdict import keep, reject
-from mmcurate.pipeline.config import JudgeConfig
+from mmcurate.stages.config import JudgeConfig
 from mmcurate.schemas import Document
 from mmcurate.stages.common import ERRORS, KEPT, REJECTED, StageCounters, StageResult, error_decision, rejection_decision
 

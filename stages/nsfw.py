@@ -20,7 +20,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from mmcurate.filters import nsfw
-from mmcurate.pipeline.config import NsfwConfig
+from mmcurate.stages.config import NsfwConfig
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "filters" / "data"
 

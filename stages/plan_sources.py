@@ -64,7 +64,7 @@ from mmcurate.filters.bandit import (
     select,
     summarise,
 )
-from mmcurate.pipeline.config import PlanConfig
+from mmcurate.stages.config import PlanConfig
 from mmcurate.schemas.document import SUBJECT_PAGE
 
 log = logging.getLogger(__name__)

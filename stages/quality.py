@@ -39,7 +39,7 @@ from mmcurate.filters import implicit
 from mmcurate.filters.quality import QUALITY_SCORE, min_quality, normalize_text, positive_probabilities, probabilities
 from mmcurate.filters.translationese import LinearTextModel
 from mmcurate.filters.verdict import DocumentFilter
-from mmcurate.pipeline.config import QualityConfig, QualityMtConfig
+from mmcurate.stages.config import QualityConfig, QualityMtConfig
 from mmcurate.schemas import Document
 from mmcurate.stages.common import (
     COUNTER_KEPT,

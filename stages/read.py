@@ -58,7 +58,7 @@ from warcio.archiveiterator import ArchiveIterator, ARCIterator, WARCIterator
 from warcio.exceptions import ArchiveLoadFailed
 
 from mmcurate.filters import reasons
-from mmcurate.pipeline.config import ReadConfig
+from mmcurate.stages.config import ReadConfig
 from mmcurate.runners import progress
 from mmcurate.schemas import KIND_ERROR, KIND_REJECTED, SUBJECT_PAGE, CapturedImage, Decision, Page, Provenance, make_doc_id
 from mmcurate.stages.common import ERRORS, REJECTED, StageCounters, error_detail

@@ -35,7 +35,7 @@ from apache_beam.io import fileio
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from mmcurate.pipeline.config import ReadConfig
+from mmcurate.stages.config import ReadConfig
 from mmcurate.stages.common import ERRORS, REJECTED
 from mmcurate.stages.read import IMAGES, PAGES, STAGE, ReadResult, ReadWarcFileFn
 

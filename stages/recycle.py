@@ -44,7 +44,7 @@ from mmcurate.filters import captions, reasons
 from mmcurate.filters.clip import pair_verdict
 from mmcurate.filters.nsfw import image_verdict as nsfw_image_verdict
 from mmcurate.filters.language import load_language_model
-from mmcurate.pipeline.config import PiiConfig, ImagesConfig, RecycleConfig, ScoringConfig
+from mmcurate.stages.config import PiiConfig, ImagesConfig, RecycleConfig, ScoringConfig
 from mmcurate.schemas import KIND_REJECTED, Decision, Document, ImageNode, Provenance
 from mmcurate.schemas.document import SUBJECT_PAGE
 from mmcurate.stages.common import StageCounters

@@ -48,7 +48,7 @@ from aiohttp.abc import AbstractResolver
 from protego import Protego
 
 from mmcurate.filters import reasons
-from mmcurate.pipeline.config import ImagesConfig
+from mmcurate.stages.config import ImagesConfig
 
 log = logging.getLogger(__name__)
 

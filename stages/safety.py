@@ -32,7 +32,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from mmcurate.filters import pii, unsafe_urls
-from mmcurate.pipeline.config import PiiConfig, UnsafeUrlsConfig
+from mmcurate.stages.config import PiiConfig, UnsafeUrlsConfig
 from mmcurate.schemas import KIND_REJECTED, SUBJECT_IMAGE, SUBJECT_PAGE, Decision, Document, ImageNode, Page
 from mmcurate.stages.common import KEPT, REJECTED, StageCounters
 

@@ -45,7 +45,7 @@ from apache_beam.ml.inference.base import ModelHandler, RunInference
 from mmcurate.filters import clip as rules
 from mmcurate.filters import nsfw as nsfw_rules
 from mmcurate.filters.captions import split_sentences
-from mmcurate.pipeline.config import ScoringConfig
+from mmcurate.stages.config import ScoringConfig
 from mmcurate.schemas import (
     KIND_ERROR,
     KIND_REJECTED,

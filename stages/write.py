@@ -13,7 +13,7 @@ import posixpath
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from mmcurate.pipeline.config import WriteConfig
+from mmcurate.stages.config import WriteConfig
 from mmcurate.schemas.tables import DECISIONS, DOCUMENTS, IMAGES, PAIRS, SCHEMAS, decision_to_row, document_to_row
 
 STAGE = "write"

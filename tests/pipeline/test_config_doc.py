@@ -24,7 +24,7 @@ def test_defaults_yaml_loads_back_to_the_default_config(capsys):
 
 def test_every_key_has_a_comment_and_it_sits_above_the_key():
     missing = config_doc.undocumented()
-    assert missing == [], f"add a comment above each of these fields in pipeline/config.py: {missing}"
+    assert missing == [], f"add a comment above each of these fields in stages/config/<stage>.py: {missing}"
     lines = config_doc.defaults_yaml().splitlines()
     # heuristics.language.min_score: unset by default (each identifier's own threshold)
     at = lines.index("    min_score: null")
