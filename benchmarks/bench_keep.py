@@ -32,7 +32,7 @@ from pathlib import Path
 from mmcurate.filters.language import LID176_MIN_SCORE, canonical_language, clean_sample, load_identifier
 from mmcurate.pipeline.config import load_config
 from mmcurate.schemas import Document, ImageNode, Provenance, TextNode
-from mmcurate.stages.common import apply_filters
+from mmcurate.stages.results import apply_filters
 from mmcurate.stages.heuristics import heuristic_steps
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,7 +11,7 @@ from mmcurate.pipeline.config import ALWAYS_ON, STAGE_NAMES, Config
 from mmcurate.pipeline.safety_summary import format_safety, safety_summary
 from mmcurate.schemas import KIND_ERROR, KIND_REJECTED, SUBJECT_PAGE
 from mmcurate.schemas.tables import SCHEMA_VERSION, TABLES
-from mmcurate.stages.common import COUNTER_KEPT, COUNTER_MICROS
+from mmcurate.stages.results import COUNTER_KEPT, COUNTER_MICROS
 
 PACKAGES = ("mmcurate", "apache-beam", "pyarrow", "warcio", "trafilatura", "lxml", "charset-normalizer", "datasketch")
 

@@ -25,7 +25,7 @@ from mmcurate.pipeline.config import Config
 from mmcurate.pipeline.manifest import build_manifest
 from mmcurate.runners.progress import ProgressMonitor
 from mmcurate.schemas import KIND_REJECTED, SUBJECT_PAGE
-from mmcurate.stages.common import COUNTER_KEPT
+from mmcurate.stages.results import COUNTER_KEPT
 from mmcurate.stages.read_index import ReadWarcIndex, check_index, index_batches
 
 log = logging.getLogger(__name__)

@@ -17,7 +17,7 @@ from typing import Any, BinaryIO, Sequence
 import numpy as np
 
 from mmcurate.stages.config import ScoringConfig
-from mmcurate.stages.failures import error_detail
+from mmcurate.stages.engines.exceptions import error_detail
 
 
 def _exists(path: str) -> bool:

@@ -51,7 +51,7 @@ from mmcurate.filters.urlnorm import normalize_url
 from mmcurate.filters.verdict import reject
 from mmcurate.stages.config import DedupConfig
 from mmcurate.schemas import Document
-from mmcurate.stages.common import (
+from mmcurate.stages.results import (
     ERRORS,
     KEPT,
     REJECTED,

@@ -37,7 +37,7 @@ import apache_beam as beam
 from mmcurate.filters.mt_page import page_markers
 from mmcurate.stages.config import ExtractConfig
 from mmcurate.schemas import Decision, Document, Page
-from mmcurate.stages.common import (
+from mmcurate.stages.results import (
     ERRORS,
     KEPT,
     REJECTED,

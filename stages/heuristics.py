@@ -34,7 +34,7 @@ from mmcurate.filters import flagged_words as flagged
 from mmcurate.filters.text import TextView
 from mmcurate.stages.config import HeuristicsConfig
 from mmcurate.schemas import Document
-from mmcurate.stages.common import (
+from mmcurate.stages.results import (
     ERRORS,
     KEPT,
     REJECTED,

@@ -74,7 +74,7 @@ from mmcurate.schemas import (
     Provenance,
 )
 from mmcurate.schemas.tables import PROVENANCE_FIELDS
-from mmcurate.stages.common import (
+from mmcurate.stages.results import (
     ERRORS,
     KEPT,
     REJECTED,

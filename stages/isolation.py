@@ -30,7 +30,7 @@ from typing import Optional
 
 from mmcurate.stages.config import ExtractConfig
 from mmcurate.stages.extractors import Extraction, load_extractor
-from mmcurate.stages.failures import error_detail
+from mmcurate.stages.engines.exceptions import error_detail
 
 log = logging.getLogger(__name__)
 

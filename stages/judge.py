@@ -47,7 +47,7 @@ from mmcurate.filters.clip import CLIP_JUDGE_SCORE
 from mmcurate.filters.verdict import keep, reject
 from mmcurate.stages.config import JudgeConfig
 from mmcurate.schemas import Document
-from mmcurate.stages.common import ERRORS, KEPT, REJECTED, StageCounters, StageResult, error_decision, rejection_decision
+from mmcurate.stages.results import ERRORS, KEPT, REJECTED, StageCounters, StageResult, error_decision, rejection_decision
 
 log = logging.getLogger(__name__)
 

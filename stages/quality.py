@@ -41,7 +41,7 @@ from mmcurate.filters.translationese import LinearTextModel
 from mmcurate.filters.verdict import DocumentFilter
 from mmcurate.stages.config import QualityConfig, QualityMtConfig
 from mmcurate.schemas import Document
-from mmcurate.stages.common import (
+from mmcurate.stages.results import (
     COUNTER_KEPT,
     ERRORS,
     KEPT,

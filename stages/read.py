@@ -61,13 +61,13 @@ from mmcurate.filters import reasons
 from mmcurate.stages.config import ReadConfig
 from mmcurate.runners import progress
 from mmcurate.schemas import KIND_ERROR, KIND_REJECTED, SUBJECT_PAGE, CapturedImage, Decision, Page, Provenance, make_doc_id
-from mmcurate.stages.common import ERRORS, REJECTED, StageCounters, error_detail
+from mmcurate.stages.results import ERRORS, REJECTED, StageCounters, error_detail
 
 log = logging.getLogger(__name__)
 
 STAGE = "read"
 
-# Output tags of the reading ParDo (rejected and errors come from stages.common).
+# Output tags of the reading ParDo (rejected and errors come from stages.results).
 PAGES = "pages"
 IMAGES = "images"
 

@@ -36,7 +36,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from mmcurate.stages.config import ReadConfig
-from mmcurate.stages.common import ERRORS, REJECTED
+from mmcurate.stages.results import ERRORS, REJECTED
 from mmcurate.stages.read import IMAGES, PAGES, STAGE, ReadResult, ReadWarcFileFn
 
 INDEX_COLUMNS = ("warc_filename", "warc_record_offset", "warc_record_length")

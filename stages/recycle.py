@@ -47,7 +47,7 @@ from mmcurate.filters.language import load_language_model
 from mmcurate.stages.config import PiiConfig, ImagesConfig, RecycleConfig, ScoringConfig
 from mmcurate.schemas import KIND_REJECTED, Decision, Document, ImageNode, Provenance
 from mmcurate.schemas.document import SUBJECT_PAGE
-from mmcurate.stages.common import StageCounters
+from mmcurate.stages.results import StageCounters
 from mmcurate.stages.images import ClusterByPhash, ResolveImages
 from mmcurate.stages.imaging import STATUS_OK, ImageResult
 from mmcurate.stages.retrieval import canonical_url

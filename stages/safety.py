@@ -34,7 +34,7 @@ from apache_beam.io.filesystems import FileSystems
 from mmcurate.filters import pii, unsafe_urls
 from mmcurate.stages.config import PiiConfig, UnsafeUrlsConfig
 from mmcurate.schemas import KIND_REJECTED, SUBJECT_IMAGE, SUBJECT_PAGE, Decision, Document, ImageNode, Page
-from mmcurate.stages.common import KEPT, REJECTED, StageCounters
+from mmcurate.stages.results import KEPT, REJECTED, StageCounters
 
 log = logging.getLogger(__name__)
 

@@ -57,7 +57,7 @@ from mmcurate.schemas import (
 )
 from mmcurate.runners.options import ScoringOptions  # noqa: F401  (registers --scoring_accelerator)
 from mmcurate.stages.clip_model import ChecksumError, ClipEncoder, check_checkpoint, file_sha256, load_clip  # noqa: F401
-from mmcurate.stages.common import ERRORS, KEPT, REJECTED, StageCounters, StageResult, error_decision, rejection_decision
+from mmcurate.stages.results import ERRORS, KEPT, REJECTED, StageCounters, StageResult, error_decision, rejection_decision
 from mmcurate.stages.nsfw import NsfwClipEncoder, check_nsfw, nsfw_scores
 
 log = logging.getLogger(__name__)

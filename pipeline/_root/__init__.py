@@ -49,7 +49,7 @@ _API = {
     "RecyclePairs": "mmcurate.stages.recycle",
     # stage write
     "WriteCorpus": "mmcurate.stages.write",
-    "StageResult": "mmcurate.stages.common",
+    "StageResult": "mmcurate.stages.results",
     # config
     "Config": "mmcurate.pipeline.config",
     "ConfigError": "mmcurate.pipeline.config",

@@ -160,7 +160,7 @@ def identifier():
 
 
 def _outcome(config, doc, identifier):
-    from mmcurate.stages.common import apply_filters
+    from mmcurate.stages.results import apply_filters
     from mmcurate.stages.heuristics import heuristic_steps
 
     out, verdict = apply_filters(doc, heuristic_steps(config, language_model=identifier))
@@ -185,7 +185,7 @@ def test_a_2000_character_chinese_article_is_kept(identifier):
 def test_text_is_joined_and_tokenised_once_per_document_and_rules_measure_the_same(identifier, monkeypatch):
     from mmcurate.filters.text import TextView
     from mmcurate.stages import heuristics
-    from mmcurate.stages.common import apply_filters
+    from mmcurate.stages.results import apply_filters
 
     built = []
 

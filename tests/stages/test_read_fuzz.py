@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 
 from mmcurate.pipeline.config import ReadConfig
 from mmcurate.schemas import CapturedImage, Decision, Page
-from mmcurate.stages.common import StageCounters
+from mmcurate.stages.results import StageCounters
 from mmcurate.stages.read import ReadWarcFileFn
 from warcbuild import record_spans
 

@@ -1,5 +1,5 @@
-"""Pieces every filtering stage shares: its result type, tags, counters, and the
-DoFn that applies a list of filters to documents in cost order."""
+"""What every filtering stage shares: its result (kept, rejected, errors), the output
+tags, the Beam counters, decision rows, and the DoFn that applies filters in cost order."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from apache_beam.metrics import Metrics
 
 from mmcurate.filters.verdict import DocumentFilter, Verdict
 from mmcurate.schemas import KIND_ERROR, KIND_REJECTED, Decision, Document
-from mmcurate.stages.failures import error_detail
+from mmcurate.stages.engines.exceptions import error_detail
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""How a failure is described on its error row."""
+"""How an exception is written on its error row (the `detail` column)."""
 
 from __future__ import annotations
 
