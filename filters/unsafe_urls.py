@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Iterable, Optional, Pattern
 
 from mmcurate.filters import reasons, urls
+from mmcurate.filters.url_forms import rule_url, url_host
 from mmcurate.filters.verdict import Verdict, keep, reject
 
 DOMAIN = "domain"
@@ -37,13 +38,13 @@ class UrlBlocklist:
         if not url[:6].lower().startswith(("http:", "https:")):
             return None
         if self.domains:
-            labels = urls.url_host(url).split(".")
+            labels = url_host(url).split(".")
             for i in range(len(labels)):
                 candidate = ".".join(labels[i:])
                 if candidate in self.domains:
                     return DOMAIN, candidate
         if self.pattern is not None:
-            found = self.pattern.search(urls.normalize_url(url))
+            found = self.pattern.search(rule_url(url))
             if found:
                 return SUBSTRING, found.group(0).lower()
         return None

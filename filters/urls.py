@@ -1,4 +1,5 @@
-"""URL rules: a normalised URL checked against domain and substring blocklists.
+"""URL rules: the URL in its rules' view (``url_forms.rule_url``) checked against
+domain and substring blocklists.
 
 The blocklists are plain text files, one entry a line, ``#`` starting a comment:
 the format of the UT1 blacklists of Université Toulouse 1 Capitole
@@ -14,43 +15,11 @@ from __future__ import annotations
 
 import re
 from typing import Iterable, Pattern
-from urllib.parse import urlsplit, urlunsplit
 
 from mmcurate.filters import reasons
+from mmcurate.filters.url_forms import rule_url, url_host
 from mmcurate.filters.verdict import Verdict, keep, reject
 from mmcurate.schemas import Document
-
-_DEFAULT_PORTS = {"http": "80", "https": "443"}
-
-
-def normalize_url(url: str) -> str:
-    """The URL as the rules see it: scheme and host lowercased, IDNA hosts decoded
-    to Unicode, default port, ``www.`` prefix, fragment and empty query dropped,
-    an empty path written as ``/``. Path and query keep their case."""
-    url = url.strip()
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        port = parts.port
-    except ValueError:
-        return url.lower()
-    scheme = parts.scheme.lower()
-    host = host.rstrip(".")
-    if "xn--" in host:
-        try:
-            host = host.encode("ascii").decode("idna")
-        except UnicodeError:
-            pass
-    host = host.lower().removeprefix("www.")
-    netloc = host
-    if port is not None and str(port) != _DEFAULT_PORTS.get(scheme):
-        netloc = f"{host}:{port}"
-    return urlunsplit((scheme, netloc, parts.path or "/", parts.query, ""))
-
-
-def url_host(url: str) -> str:
-    """The normalised URL's host, without port."""
-    return urlsplit(normalize_url(url)).hostname or ""
 
 
 def read_entries(lines: Iterable[str]) -> list[str]:
@@ -96,7 +65,7 @@ def blocklisted_substring(doc: Document, *, pattern: Pattern[str] | None) -> Ver
     """Reject a document whose normalised URL contains a listed substring."""
     if pattern is None:
         return keep()
-    match = pattern.search(normalize_url(doc.url))
+    match = pattern.search(rule_url(doc.url))
     if match:
         return reject(reasons.URL_BLOCKLISTED_SUBSTRING, None, None, detail=match.group(0).lower())
     return keep()

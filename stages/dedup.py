@@ -8,7 +8,7 @@ record: ``staging.record_key``) join back to the documents at the end: by one
 from staging (``staging``), so that no document crosses a shuffle. The steps run in order of cost, each
 on the survivors of the one before:
 
-1. URL (``dedup.same_url``): group by normalised URL (filters/urlnorm.py); the
+1. URL (``dedup.same_url``): group by normalised URL (filters/url_forms.py: dedup_key); the
    latest capture survives.
 2. Exact text (``dedup.exact_text``): group by sha256 of the folded main text.
 3. Near duplicates (``dedup.near_duplicate``), MinHash-LSH (filters/minhash.py):
@@ -47,7 +47,7 @@ from apache_beam.metrics import Metrics
 
 from mmcurate.filters import minhash, reasons
 from mmcurate.filters.text import count_words, fold_for_hash
-from mmcurate.filters.urlnorm import normalize_url
+from mmcurate.filters.url_forms import dedup_key
 from mmcurate.filters.verdict import reject
 from mmcurate.stages.config import DedupConfig
 from mmcurate.schemas import Document
@@ -243,7 +243,7 @@ class FingerprintDocumentsFn(beam.DoFn):
                 sig = minhash.to_bytes(self._hasher.signature(hv))
                 if c.verify:
                     hashes = minhash.to_bytes(np.unique(hv))
-        url_key = normalize_url(doc.url, c.url_strip_params, c.url_fold_scheme) if c.url else ""
+        url_key = dedup_key(doc.url, c.url_strip_params, c.url_fold_scheme) if c.url else ""
         return doc, Fingerprint(
             doc_id=doc.doc_id,
             key=key,

@@ -54,7 +54,7 @@ from lxml import html as lxml_html
 
 from mmcurate.stages.config import ExtractConfig
 from mmcurate.schemas import ImageNode, Node, TextNode
-from mmcurate.stages.urlkeys import capture_key
+from mmcurate.filters.url_forms import capture_key
 
 log = logging.getLogger(__name__)
 

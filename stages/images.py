@@ -8,7 +8,7 @@ bytes travel only where they are needed (normalisation and the images table):
    with their other srcset / ``<picture>`` candidates in order of preference
    (``ImageNode.candidates``), are matched with the ``image/*`` payloads the read
    stage set aside by capture key (the SURT that Common Crawl's index and pywb
-   use, ``urlkeys.capture_key``: ``%2C`` and ``,``, http and https, ``www.`` or
+   use, ``url_forms.capture_key``: ``%2C`` and ``,``, http and https, ``www.`` or
    not are one key), so each URL is retrieved once per run: from the capture of
    its most preferred captured candidate (an archive that holds only the 1x file
    still yields the image), else over HTTP trying the candidates in order
@@ -95,9 +95,9 @@ from mmcurate.stages.imaging import (
     normalize_image,
 )
 from mmcurate.stages.read import captured_payload
-from mmcurate.stages.retrieval import Fetched, ImageFetcher, canonical_url
+from mmcurate.filters.url_forms import canonical_url, capture_key
+from mmcurate.stages.retrieval import Fetched, ImageFetcher
 from mmcurate.stages.staging import VerdictsByUnit, read_unit, record_key, split_unit_key, unit_key
-from mmcurate.stages.urlkeys import capture_key
 
 log = logging.getLogger(__name__)
 
@@ -372,7 +372,7 @@ _FINAL_REFUSALS = frozenset({reasons.IMAGE_ROBOTS_DISALLOWED, reasons.IMAGE_OPTE
 class ResolveImages(beam.PTransform):
     """(wanted URLs with their candidates, captured images) -> one ImageResult per
     wanted URL (with its bytes when retrieved): the capture of its most preferred
-    captured candidate, matched by capture key (SURT, ``urlkeys.capture_key``);
+    captured candidate, matched by capture key (SURT, ``url_forms.capture_key``);
     else its candidates over HTTP in order of preference; else not captured."""
 
     def __init__(self, config: ImagesConfig, label: Optional[str] = None):

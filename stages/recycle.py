@@ -50,7 +50,7 @@ from mmcurate.schemas.document import SUBJECT_PAGE
 from mmcurate.stages.results import StageCounters
 from mmcurate.stages.images import ClusterByPhash, ResolveImages
 from mmcurate.stages.imaging import STATUS_OK, ImageResult
-from mmcurate.stages.retrieval import canonical_url
+from mmcurate.filters.url_forms import canonical_url
 from mmcurate.stages.scoring import PAIR, ClipModelHandler, image_payload
 
 log = logging.getLogger(__name__)

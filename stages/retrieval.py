@@ -1,4 +1,4 @@
-"""Polite and safe image retrieval over HTTP (aiohttp), and URL canonicalisation.
+"""Polite and safe image retrieval over HTTP (aiohttp).
 
 ``ImageFetcher`` fetches many URLs concurrently on one asyncio event loop:
 
@@ -41,13 +41,14 @@ import socket
 import time
 from dataclasses import dataclass, field
 from typing import Iterable, Optional, Sequence
-from urllib.parse import quote, urljoin, urlsplit, urlunsplit
+from urllib.parse import urljoin, urlsplit
 
 import aiohttp
 from aiohttp.abc import AbstractResolver
 from protego import Protego
 
 from mmcurate.filters import reasons
+from mmcurate.filters.url_forms import canonical_url
 from mmcurate.stages.config import ImagesConfig
 
 log = logging.getLogger(__name__)
@@ -60,61 +61,10 @@ _DISALLOW_ALL = "User-agent: *\nDisallow: /\n"
 _CHUNK = 64 * 1024
 
 # ---------------------------------------------------------------------------------
-# URL canonicalisation
+# Hosts (canonical_url: filters/url_forms.py)
 # ---------------------------------------------------------------------------------
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
-_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
-_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
-_PATH_SAFE = "/:@!$&'()*+,;=-._~%"
-_QUERY_SAFE = _PATH_SAFE + "?"
-
-
-def _normalize_escapes(text: str, safe: str) -> str:
-    """Percent-escapes of unreserved characters decoded, the others upper-cased,
-    and characters that must be escaped (spaces, non-ASCII as UTF-8) escaped."""
-
-    def fix(match: re.Match) -> str:
-        char = chr(int(match.group(1), 16))
-        return char if char in _UNRESERVED else "%" + match.group(1).upper()
-
-    text = _ESCAPE.sub(fix, text)
-    # A lone "%" not starting an escape becomes %25.
-    text = re.sub(r"%(?![0-9A-F]{2})", "%25", text)
-    return quote(text, safe=safe)
-
-
-def canonical_url(url: str) -> str:
-    """The form two spellings of one image URL share: scheme and host lower-cased,
-    IDN hosts in punycode, default port dropped, empty path "/", percent-encoding
-    normalised, fragment dropped. A URL that cannot be parsed is returned stripped."""
-    url = url.strip()
-    try:
-        parts = urlsplit(url)
-        scheme = parts.scheme.lower()
-        host = (parts.hostname or "").rstrip(".")
-        port = parts.port
-    except ValueError:
-        return url
-    if scheme not in _DEFAULT_PORTS or not host:
-        return url
-    try:
-        host = host.encode("idna").decode("ascii").lower()
-    except UnicodeError:
-        host = host.lower()
-    if ":" in host:  # IPv6 literal
-        if _ip_or_none(host) is None:
-            return url  # "[%5B::1%5D]" and the like: not a host, left for the fetch to refuse
-        host = f"[{host}]"
-    netloc = host if port in (None, _DEFAULT_PORTS[scheme]) else f"{host}:{port}"
-    if parts.username or parts.password:
-        userinfo = parts.username or ""
-        if parts.password:
-            userinfo += f":{parts.password}"
-        netloc = f"{userinfo}@{netloc}"
-    path = _normalize_escapes(parts.path or "/", _PATH_SAFE)
-    query = _normalize_escapes(parts.query, _QUERY_SAFE)
-    return urlunsplit((scheme, netloc, path, query, ""))
 
 
 def host_key(url: str) -> str:

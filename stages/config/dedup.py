@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from mmcurate.filters.urlnorm import DEFAULT_STRIP_PARAMS
+from mmcurate.filters.url_forms import DEFAULT_STRIP_PARAMS
 from mmcurate.stages.config.base import Section as _Section
 
 
@@ -18,7 +18,7 @@ SurvivorCriterion = Literal["quality", "earliest", "latest", "longest"]
 
 
 class DedupConfig(_Section):
-    # URL dedup: captures of one normalised URL (filters/urlnorm.py); the latest
+    # URL dedup: captures of one normalised URL (filters/url_forms.py: dedup_key); the latest
     # capture by WARC date survives, ties to the smallest doc_id.
     url: bool = True
     url_strip_params: tuple[str, ...] = DEFAULT_STRIP_PARAMS  # "name", or "prefix*"

@@ -1,4 +1,4 @@
-"""URL normalisation and blocklists; node cleanup counted per reason in signals."""
+"""URL blocklists; node cleanup counted per reason in signals."""
 
 from pathlib import Path
 
@@ -11,18 +11,6 @@ from mmcurate.schemas import Document, ImageNode, Provenance, TextNode
 from mmcurate.stages.heuristics import node_cleanup
 
 DATA = Path(urls.__file__).resolve().parent / "data"
-
-
-@pytest.mark.parametrize(
-    "url, normalised",
-    [
-        ("HTTPS://WWW.Example.COM:443/Path?q=1#frag", "https://example.com/Path?q=1"),
-        ("http://example.com:8080", "http://example.com:8080/"),
-        ("http://xn--bcher-kva.example./a", "http://bücher.example/a"),
-    ],
-)
-def test_normalize_url(url, normalised):
-    assert urls.normalize_url(url) == normalised
 
 
 def test_example_blocklists_ship_and_parse():

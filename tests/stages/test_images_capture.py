@@ -14,7 +14,7 @@ from mmcurate.filters import reasons
 from mmcurate.pipeline.config import ImagesConfig
 from mmcurate.schemas import CapturedImage, Document, ImageNode, Provenance, TextNode
 from mmcurate.stages.images import CurateImages, RetrieveImages
-from mmcurate.stages.urlkeys import capture_key
+from mmcurate.filters.url_forms import capture_key
 
 WIKI = "https://upload.wikimedia.org/wikipedia/commons/thumb/e/ec"
 

@@ -14,7 +14,8 @@ from localnet import guard_connections, start_server, stop_server
 from mmcurate.filters import reasons
 from mmcurate.pipeline.config import ImagesConfig
 from mmcurate.stages.imaging import STATUS_OK, normalize_image
-from mmcurate.stages.retrieval import ImageFetcher, canonical_url, opted_out, refused_reason
+from mmcurate.filters.url_forms import canonical_url
+from mmcurate.stages.retrieval import ImageFetcher, opted_out, refused_reason
 
 GOOD = jpeg(1)
 # Hostile redirects: Locations that are not URLs one can fetch, or that name an
