@@ -1,4 +1,10 @@
-"""Data model and Arrow schemas of mmcurate's records and output tables."""
+"""Data model of mmcurate's records and output tables.
+
+``document``: the records that flow between stages (Document and its nodes,
+Decision, Provenance, ...); ``rows``: the typed rows of the images and pairs tables;
+``tables``: one Arrow schema per table; ``arrow_rows``: the one conversion of each
+typed row to and from its Arrow row (provenance columns included).
+"""
 
 from mmcurate.schemas.document import (
     KIND_ERROR,
@@ -15,6 +21,7 @@ from mmcurate.schemas.document import (
     TextNode,
     make_doc_id,
 )
+from mmcurate.schemas.rows import ImageRow, PairRow
 
 __all__ = [
     "KIND_ERROR",
@@ -27,6 +34,8 @@ __all__ = [
     "ImageNode",
     "Node",
     "Page",
+    "ImageRow",
+    "PairRow",
     "Provenance",
     "TextNode",
     "make_doc_id",

@@ -1,7 +1,7 @@
 """The records that flow between stages.
 
 Plain dataclasses: Beam pickles them between workers, filters read them, and
-``schemas.tables`` turns them into Arrow rows. A ``Document`` is immutable by
+``schemas.arrow_rows`` turns them into Arrow rows. A ``Document`` is immutable by
 convention: a transform that edits one (node cleanup, image retrieval) returns a
 new one with ``dataclasses.replace``.
 """

@@ -1,4 +1,4 @@
-"""One Arrow schema per output table, and the conversions between records and rows.
+"""One Arrow schema per output table (the conversions: ``schemas.arrow_rows``).
 
 Every writer casts to these schemas and every reader (tests, analyst tools) reads
 with them. Maps of signals and metadata are stored as ``list<struct<key, value>>``:
@@ -11,12 +11,9 @@ Bump ``SCHEMA_VERSION`` on any change to a schema; never rename a column.
 
 from __future__ import annotations
 
-import math
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Iterable, Mapping
 
 import pyarrow as pa
-
-from mmcurate.schemas.document import Decision, Document, ImageNode, Provenance, TextNode
 
 SCHEMA_VERSION = "4"  # 2: the images table; 3: the pairs table; 4: image_meta.candidates
 SCHEMA_VERSION_KEY = b"mmcurate.schema_version"
@@ -164,124 +161,6 @@ PAIRS_SCHEMA = _with_metadata(
 )
 
 SCHEMAS = {DOCUMENTS: DOCUMENTS_SCHEMA, DECISIONS: DECISIONS_SCHEMA, IMAGES: IMAGES_SCHEMA, PAIRS: PAIRS_SCHEMA}
-
-
-def _entries(mapping: Mapping[str, Any], cast) -> list[dict[str, Any]]:
-    return [{"key": k, "value": cast(v)} for k, v in sorted(mapping.items())]
-
-
-def _finite(value: Any) -> Optional[float]:
-    if value is None:
-        return None
-    value = float(value)
-    return value if math.isfinite(value) else None
-
-
-def _provenance_columns(prov: Provenance) -> dict[str, Any]:
-    return {
-        "warc_file": prov.warc_file,
-        "warc_record_id": prov.record_id,
-        "warc_date": prov.date,
-        "warc_offset": prov.offset,
-        "warc_length": prov.length,
-    }
-
-
-def _image_meta(node: ImageNode) -> dict[str, Any]:
-    return {
-        "alt": node.alt,
-        "caption": node.caption,
-        "title": node.title,
-        "declared_width": node.declared_width,
-        "declared_height": node.declared_height,
-        "image_id": node.image_id,
-        "width": node.width,
-        "height": node.height,
-        "phash": node.phash,
-        "clip_score": node.clip_score,
-        "candidates": list(node.candidates),
-    }
-
-
-def document_to_row(doc: Document) -> dict[str, Any]:
-    texts: list[Optional[str]] = []
-    images: list[Optional[str]] = []
-    image_meta: list[Optional[dict[str, Any]]] = []
-    tags: list[str] = []
-    for node in doc.nodes:
-        if isinstance(node, TextNode):
-            texts.append(node.text)
-            images.append(None)
-            image_meta.append(None)
-            tags.append(node.tag)
-        else:
-            texts.append(None)
-            images.append(node.src)
-            image_meta.append(_image_meta(node))
-            tags.append("img")
-    return {
-        "doc_id": doc.doc_id,
-        "url": doc.url,
-        "title": doc.title,
-        "language": doc.language,
-        "language_score": _finite(doc.language_score),
-        "texts": texts,
-        "images": images,
-        "image_meta": image_meta,
-        "node_tags": tags,
-        "num_texts": len(texts) - texts.count(None),
-        "num_images": len(images) - images.count(None),
-        "hreflang": [{"lang": lang, "url": url} for lang, url in doc.hreflang],
-        "signals": _entries(doc.signals, _finite),
-        "metadata": _entries(doc.metadata, str),
-        **_provenance_columns(doc.provenance),
-    }
-
-
-def decision_to_row(decision: Decision) -> dict[str, Any]:
-    return {
-        "doc_id": decision.doc_id,
-        "url": decision.url,
-        "subject": decision.subject,
-        "stage": decision.stage,
-        "kind": decision.kind,
-        "reason": decision.reason,
-        "value": _finite(decision.value),
-        "threshold": _finite(decision.threshold),
-        "detail": decision.detail,
-        "signals": _entries(decision.signals, _finite),
-        **_provenance_columns(decision.provenance),
-    }
-
-
-def row_to_document(row: Mapping[str, Any]) -> Document:
-    """The inverse of ``document_to_row`` (for readers and round-trip tests)."""
-    nodes: list[TextNode | ImageNode] = []
-    for text, src, meta, tag in zip(row["texts"], row["images"], row["image_meta"], row["node_tags"]):
-        if text is not None:
-            nodes.append(TextNode(text=text, tag=tag))
-        else:
-            meta = dict(meta or {})
-            meta["candidates"] = tuple(meta.get("candidates") or ())
-            nodes.append(ImageNode(src=src, **meta))
-    return Document(
-        doc_id=row["doc_id"],
-        url=row["url"],
-        provenance=Provenance(
-            warc_file=row["warc_file"],
-            record_id=row["warc_record_id"],
-            date=row["warc_date"],
-            offset=row["warc_offset"],
-            length=row["warc_length"],
-        ),
-        nodes=tuple(nodes),
-        title=row["title"],
-        language=row["language"],
-        language_score=row["language_score"],
-        hreflang=tuple((h["lang"], h["url"]) for h in row["hreflang"]),
-        signals={e["key"]: e["value"] for e in row["signals"]},
-        metadata={e["key"]: e["value"] for e in row["metadata"]},
-    )
 
 
 def to_table(rows: Iterable[Mapping[str, Any]], table: str) -> pa.Table:

@@ -9,18 +9,29 @@ them the output's current version in one atomic switch (see ``pipeline.output``)
 from __future__ import annotations
 
 import posixpath
+from typing import Any, Mapping
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
+from mmcurate.schemas.arrow_rows import from_arrow_row, to_arrow_row
+from mmcurate.schemas.tables import DECISIONS, DOCUMENTS, IMAGES, PAIRS, SCHEMAS
 from mmcurate.stages.config import WriteConfig
-from mmcurate.schemas.tables import DECISIONS, DOCUMENTS, IMAGES, PAIRS, SCHEMAS, decision_to_row, document_to_row
 
 STAGE = "write"
 
 
 def table_prefix(directory: str, table: str) -> str:
     return FileSystems.join(directory, table, "part") if "://" in directory else posixpath.join(directory, table, "part")
+
+
+def arrow_row(record: Any, table: str) -> dict:
+    """The Arrow row of a typed row (``schemas.arrow_rows``). A dict row of the images
+    or pairs table is checked by reading it as its typed row first, so a dict with a
+    missing column or a bad status fails here, not as a wrong Parquet value."""
+    if isinstance(record, Mapping):
+        record = from_arrow_row(table, record)
+    return to_arrow_row(record)
 
 
 class WriteTable(beam.PTransform):
@@ -45,8 +56,8 @@ class WriteTable(beam.PTransform):
 
 
 class WriteCorpus(beam.PTransform):
-    """Kept documents, decision rows and (optionally) images-table and pairs-table
-    rows to their tables under ``directory``:
+    """Kept documents, decisions and (optionally) images-table and pairs-table rows
+    (``ImageRow``, ``PairRow``) to their tables under ``directory``:
     ``(documents, decisions[, image_rows[, pair_rows]]) | WriteCorpus(...)``.
     The images and pairs tables are written (possibly empty) either way."""
 
@@ -61,11 +72,15 @@ class WriteCorpus(beam.PTransform):
         pair_rows = rest[1] if len(rest) > 1 else documents.pipeline | "NoPairRows" >> beam.Create([])
         return {
             DOCUMENTS: documents
-            | "DocumentRows" >> beam.Map(document_to_row)
+            | "DocumentRows" >> beam.Map(to_arrow_row)
             | "WriteDocuments" >> WriteTable(self._directory, DOCUMENTS, self._config),
             DECISIONS: decisions
-            | "DecisionRows" >> beam.Map(decision_to_row)
+            | "DecisionRows" >> beam.Map(to_arrow_row)
             | "WriteDecisions" >> WriteTable(self._directory, DECISIONS, self._config),
-            IMAGES: image_rows | "WriteImages" >> WriteTable(self._directory, IMAGES, self._config),
-            PAIRS: pair_rows | "WritePairs" >> WriteTable(self._directory, PAIRS, self._config),
+            IMAGES: image_rows
+            | "ImageRows" >> beam.Map(arrow_row, IMAGES)
+            | "WriteImages" >> WriteTable(self._directory, IMAGES, self._config),
+            PAIRS: pair_rows
+            | "PairRows" >> beam.Map(arrow_row, PAIRS)
+            | "WritePairs" >> WriteTable(self._directory, PAIRS, self._config),
         }

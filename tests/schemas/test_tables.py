@@ -3,15 +3,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from mmcurate.schemas import Decision, Document, ImageNode, Provenance, TextNode
+from mmcurate.schemas.arrow_rows import decision_to_row, document_to_row, row_to_document
 from mmcurate.schemas.tables import (
     DECISIONS,
     DECISIONS_SCHEMA,
     DOCUMENTS,
     DOCUMENTS_SCHEMA,
     SCHEMA_VERSION,
-    decision_to_row,
-    document_to_row,
-    row_to_document,
     to_table,
 )
 
