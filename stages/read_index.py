@@ -37,7 +37,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from mmcurate.stages.config import ReadConfig
 from mmcurate.stages.results import ERRORS, REJECTED
-from mmcurate.stages.read import IMAGES, PAGES, STAGE, ReadResult, ReadWarcFileFn
+from mmcurate.stages.read import IMAGES, PAGES, STAGE, ReadResult, ReadWarcFileFn, open_archive
 
 INDEX_COLUMNS = ("warc_filename", "warc_record_offset", "warc_record_length")
 _BATCH_ROWS = 10_000
@@ -170,7 +170,7 @@ class ReadRangeFn(ReadWarcFileFn):
             yield self._fault(path, max(offset, 0), InvalidPointer(f"pointer ({path!r}, {offset}, {length})"))
             return
         try:
-            with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as raw:
+            with open_archive(path) as raw:
                 raw.seek(offset)
                 blob = raw.read(length)
         except Exception as exc:

@@ -17,7 +17,7 @@ from apache_beam.testing.util import assert_that, equal_to
 from mmcurate.filters import reasons
 from mmcurate.pipeline.config import ReadConfig
 from mmcurate.schemas import make_doc_id
-from mmcurate.stages.read import ReadWarc, ReadWarcFileFn, codec_for_label, decode_html, looks_like_html
+from mmcurate.stages.read import ReadWarc, ReadWarcFileFn
 from warcbuild import WarcBuilder, lie_about_length, record_spans, truncate_record, write_arc
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "warc"
@@ -155,52 +155,6 @@ def test_shift_jis_and_gbk_pages_decode_exactly(tmp_path):
         pages=expected,
         keys={"pages": lambda p: (p.url, p.charset, p.charset_source, p.html == originals[p.url])},
     )
-
-
-@pytest.mark.parametrize(
-    "payload, content_type, text, charset, source",
-    [
-        ("<p>café</p>".encode("utf-8"), "text/html; charset=UTF-8", "<p>café</p>", "utf-8", "http"),
-        (b"\xef\xbb\xbf<p>caf\xc3\xa9</p>", "text/html; charset=windows-1252", "<p>café</p>", "utf-8", "bom"),
-        ("<p>café</p>".encode("cp1252"), "text/html; charset=iso-8859-1", "<p>café</p>", "cp1252", "http"),
-        # Labelled Latin-1 but really UTF-8: the most common mislabel on the web.
-        ("<p>café</p>".encode("utf-8"), "text/html; charset=iso-8859-1", "<p>café</p>", "utf-8", "detected"),
-        ('<meta charset="latin1"><p>café</p>'.encode("cp1252"), "text/html", '<meta charset="latin1"><p>café</p>', "cp1252", "meta"),
-        # A <meta> that claims UTF-16 in an ASCII-compatible document means UTF-8.
-        ('<meta charset="utf-16"><p>café</p>'.encode("utf-8"), "", '<meta charset="utf-16"><p>café</p>', "utf-8", "meta"),
-        (b"<p>plain</p>", "", "<p>plain</p>", "utf-8", "detected"),
-        (b"<p>x</p>", "text/html; charset=base64", "<p>x</p>", "utf-8", "detected"),
-    ],
-)
-def test_decode_html(payload, content_type, text, charset, source):
-    decoded = decode_html(payload, content_type)
-    assert (decoded.text, decoded.charset, decoded.source) == (text, charset, source)
-
-
-def test_decode_html_falls_back_to_utf8_with_replacement():
-    decoded = decode_html(bytes(range(256)) * 4)
-    assert decoded.source in ("detected", "fallback")
-    assert isinstance(decoded.text, str) and decoded.text
-
-
-@pytest.mark.parametrize(
-    "label, codec",
-    [
-        ("Shift_JIS", "cp932"), ("sjis", "cp932"), ("x-sjis", "cp932"), ("windows-31j", "cp932"),
-        ("gb2312", "gb18030"), ("GBK", "gb18030"), ("iso-8859-1", "cp1252"), ("latin1", "cp1252"),
-        ("us-ascii", "cp1252"), ("euc-kr", "cp949"), ("EUC-JP", "euc_jp"), ("big5", "big5hkscs"),
-        ("utf8", "utf-8"), ("rot13", None), ("no-such-charset", None),
-    ],
-)
-def test_legacy_labels_map_to_web_supersets(label, codec):
-    assert codec_for_label(label) == codec
-
-
-def test_sniffing():
-    assert looks_like_html(b"\n  <!DOCTYPE html><html>")
-    assert looks_like_html(b"\xef\xbb\xbf<HTML><body>")
-    assert not looks_like_html(b"%PDF-1.7")
-    assert not looks_like_html(b'{"html": true}')
 
 
 # -- record types, statuses, limits ---------------------------------------------------------
@@ -447,21 +401,6 @@ def test_truncation_inside_gzipped_record_headers_is_named_not_warcios_attribute
         errors=[("TruncatedRecord", offset, True)],
         keys={"errors": lambda r: (r.reason, r.provenance.offset, "ends inside this record's headers (warcio: AttributeError" in r.detail)},
     )
-
-
-@pytest.mark.parametrize(
-    "label",
-    ["undefined", "punycode", "idna", "ut\x00f-8", "utf-7", "unicode_escape", "raw_unicode_escape", "hz-gb-2312",
-     "x-user-defined", "rot13", "latin-1\x00"],
-)
-def test_exotic_charset_labels_fall_back_like_unknown_labels(label):
-    payload = "<p>Grüße aus Köln</p>".encode("utf-8")
-    assert codec_for_label(label) is None
-    decoded = decode_html(payload, f"text/html; charset={label}")
-    assert (decoded.text, decoded.charset, decoded.source) == ("<p>Grüße aus Köln</p>", "utf-8", "detected")
-    # In a <meta> too.
-    meta = f'<meta charset="{label}"><p>Grüße</p>'.encode("utf-8")
-    assert decode_html(meta).source == "detected"
 
 
 def test_pages_with_exotic_charset_labels_are_kept_not_error_rows(tmp_path):

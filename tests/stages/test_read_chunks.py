@@ -13,6 +13,7 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from warcio.archiveiterator import ArchiveIterator
 
 from mmcurate.pipeline.config import ReadConfig
+from mmcurate.schemas import CapturedImage, Provenance
 from mmcurate.stages import read
 from mmcurate.stages.read import ReadWarc, captured_payload
 from warcbuild import lie_about_length, truncate_record
@@ -77,5 +78,5 @@ def test_captured_images_are_pointers_whose_bytes_read_back(inputs, tmp_path):
                 originals[record.rec_headers.get_header("WARC-Target-URI")] = record.content_stream().read()
     assert len(images) == len(originals) == 20
     for url, path, offset, length in images:
-        image = read.CapturedImage(url, "image/jpeg", b"", read.Provenance(path, offset=offset, length=length))
+        image = CapturedImage(url, "image/jpeg", b"", Provenance(path, offset=offset, length=length))
         assert captured_payload(image) == originals[url]
