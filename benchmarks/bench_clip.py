@@ -6,7 +6,7 @@
 Self-contained and offline: each model is built with random weights (``tiny``: the
 small custom config the tests use; ``ViT-B-32``: open_clip's shipped config), saved
 as a checkpoint in a temporary directory and loaded back through
-``stages.clip_model.load_clip``, exactly as the pipeline's workers load one. Random
+``stages.engines.clip_encoder.load_clip``, exactly as the pipeline's workers load one. Random
 weights cost the same arithmetic as trained ones.
 
 images/s covers what the stage does per image: JPEG decode (320x240 generated
@@ -61,7 +61,7 @@ def _encoder(model: str, device: str, batch_size: int, workdir: Path):
     import torch
 
     from mmcurate.pipeline.config import ScoringConfig
-    from mmcurate.stages.clip_model import load_clip
+    from mmcurate.stages.engines.clip_encoder import load_clip
 
     extra = {}
     name = model
@@ -147,7 +147,7 @@ def main(argv=None) -> int:
         rows += json.loads(done.stdout.strip().splitlines()[-1])
     import torch
 
-    print(f"CLIP encoder throughput (stages.clip_model.load_clip, random weights), torch {torch.__version__}, "
+    print(f"CLIP encoder throughput (stages.engines.clip_encoder.load_clip, random weights), torch {torch.__version__}, "
           f"{torch.get_num_threads() if not args.threads else args.threads} CPU threads, device {args.device}")
     header = f"{'model':<10} {'device':<6} {'batch':>5} {'images':>6} {'images/s':>9} {'texts/s':>9} {'peak RSS MB':>11} {'peak GPU MB':>11}"
     print(header)

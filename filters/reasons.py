@@ -144,7 +144,7 @@ CLIP_LOW_SHARE_ABOVE = "clip.low_share_above"
 # stage recycle, subject pair: a candidate pair below scoring.pair_min_similarity
 CLIP_PAIR_LOW_SIMILARITY = "clip.pair_low_similarity"
 
-# judge: the VLM judge's rubric score (stage: scoring; stages/judge.py). Malformed
+# judge: the VLM judge's rubric score (stage: scoring; stages/scoring/judge.py). Malformed
 # answers and failed requests are error rows (JudgeAnswerError, JudgeRequestError).
 JUDGE_LOW_SCORE = "judge.low_score"
 

@@ -24,7 +24,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from mmcurate.pipeline.config import Config
-from mmcurate.runners.options import ScoringOptions
+from mmcurate.stages.scoring.options import ScoringOptions
 from mmcurate.runners.progress import CountKeptFn
 from mmcurate.schemas import Decision
 from mmcurate.stages.dedup import DedupDocuments
@@ -51,7 +51,7 @@ def _curate_images(config: Config, captured, units=None, blob_dir=None) -> beam.
 
 
 def _score_image_text(config: Config, rows, accelerator) -> beam.PTransform:
-    from mmcurate.stages.scoring import ScoreImageText
+    from mmcurate.stages.scoring.score_image_text import ScoreImageText
 
     return ScoreImageText(config.scoring, rows, accelerator=accelerator)
 

@@ -57,7 +57,7 @@ def _beam_option_parser() -> argparse.ArgumentParser:
     """A parser that knows every flag of every PipelineOptions class Beam defines."""
     from apache_beam.options import pipeline_options as po
 
-    import mmcurate.runners.options  # noqa: F401  (our own Beam options)
+    import mmcurate.stages.scoring.options  # noqa: F401  (our own Beam options)
 
     parser = po._BeamArgumentParser(add_help=False, conflict_handler="resolve")
     seen: set[type] = set()

@@ -77,7 +77,7 @@ def safety_summary(config: Config, counters: Mapping[tuple[str, str], int]) -> d
         },
     }
     if nsfw_on:
-        from mmcurate.stages.nsfw import method
+        from mmcurate.stages.engines.nsfw_scorer import method
 
         out["nsfw"]["method"] = method(nsfw)
     else:

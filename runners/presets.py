@@ -158,7 +158,7 @@ def _dataflow(p: dict[str, Optional[str]]) -> list[str]:
         count = _positive_int("gpu_count", p["gpu_count"] or "1")
         # Beam's accelerator resource hint, in the form Dataflow documents for GPU
         # workers (https://cloud.google.com/dataflow/docs/gpu/use-gpus), scoped to
-        # the scoring stage's model transforms (runners.options.ScoringOptions) rather
+        # the scoring stage's model transforms (stages.scoring.options.ScoringOptions) rather
         # than the whole pipeline: only CLIP asks for the GPU.
         flags.append(f"--scoring_accelerator=type:{p['gpu']};count:{count};install-nvidia-driver")
     return flags

@@ -34,120 +34,36 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from dataclasses import dataclass, field
 from typing import Any, Iterable, NamedTuple, Optional
 
 import apache_beam as beam
 from apache_beam.ml.inference.base import RunInference
 
-from mmcurate.filters import captions, reasons
+from mmcurate.filters import reasons
 from mmcurate.filters.clip import pair_verdict
-from mmcurate.filters.nsfw import image_verdict as nsfw_image_verdict
 from mmcurate.filters.language import load_language_model
-from mmcurate.stages.config import PiiConfig, ImagesConfig, RecycleConfig, ScoringConfig
-from mmcurate.schemas import KIND_REJECTED, Decision, Document, ImageNode, Provenance
-from mmcurate.schemas.document import SUBJECT_PAGE
-from mmcurate.stages.results import StageCounters
+from mmcurate.filters.nsfw import image_verdict as nsfw_image_verdict
+from mmcurate.stages.config import ImagesConfig, PiiConfig, RecycleConfig, ScoringConfig
+from mmcurate.stages.engines.recycled_pairs import (
+    STAGE,
+    Pair,
+    caption_rules,
+    document_candidates,
+    pair_decision,
+    pair_to_row,
+    recyclable,
+)
 from mmcurate.stages.images import ClusterByPhash, ResolveImages
 from mmcurate.stages.imaging import STATUS_OK, ImageResult
-from mmcurate.filters.url_forms import canonical_url
-from mmcurate.stages.scoring import PAIR, ClipModelHandler, image_payload
+from mmcurate.stages.results import StageCounters
+from mmcurate.stages.safety import RedactCaptionsFn
+from mmcurate.stages.scoring.images_table import image_payload
+from mmcurate.stages.scoring.model_handler import PAIR, ClipModelHandler
 
 log = logging.getLogger(__name__)
 
-STAGE = "recycle"
-SUBJECT_PAIR = "pair"
 DECISIONS = "decisions"
 NEED = "need"
-
-
-@dataclass(frozen=True)
-class Pair:
-    """One candidate image-text pair; image fields are filled once retrieved."""
-
-    url: str  # canonical image URL
-    caption: str
-    caption_source: str
-    doc_id: str
-    doc_url: str
-    provenance: Provenance
-    source_stage: str = ""  # the stage that rejected the document ("" when kept)
-    rejection_reason: str = ""
-    source_kept: bool = False
-    image_id: Optional[str] = None
-    width: Optional[int] = None
-    height: Optional[int] = None
-    format: str = ""
-    phash: Optional[str] = None
-    data: Optional[bytes] = field(default=None, repr=False)
-    similarity: Optional[float] = None
-
-    def rank(self) -> tuple:
-        """Which candidate of one image survives: the better caption source, a
-        rejected document before a kept one, then the smallest doc_id."""
-        order = captions.SOURCES.index(self.caption_source) if self.caption_source in captions.SOURCES else 99
-        return (order, self.source_kept, self.doc_id, self.url)
-
-
-def pair_decision(pair: Pair, reason: str, value=None, threshold=None, detail: str = "") -> Decision:
-    return Decision(
-        doc_id=pair.doc_id,
-        url=pair.url,
-        stage=STAGE,
-        kind=KIND_REJECTED,
-        reason=reason,
-        provenance=pair.provenance,
-        value=value,
-        threshold=threshold,
-        detail=detail,
-        subject=SUBJECT_PAIR,
-    )
-
-
-def caption_rules(config: RecycleConfig) -> captions.CaptionRules:
-    return captions.CaptionRules(
-        min_words=config.min_words,
-        max_words=config.max_words,
-        min_chars=config.min_chars,
-        max_chars=config.max_chars,
-        generic_words=frozenset(w.casefold() for w in config.generic_words),
-        languages=frozenset(config.languages),
-        min_language_score=config.min_language_score,
-    )
-
-
-def document_candidates(
-    doc: Document,
-    rules: captions.CaptionRules,
-    sources: tuple[str, ...],
-    language_model: Any = None,
-    *,
-    stage: str = "",
-    reason: str = "",
-    kept: bool = False,
-) -> Iterable[tuple[bool, Any]]:
-    """(True, Pair) for each image whose caption passes, (False, (url, Verdict))
-    for each that fails. Pure: the caption rules on one document."""
-    for position, node in enumerate(doc.nodes):
-        if not isinstance(node, ImageNode) or not node.src:
-            continue
-        url = canonical_url(node.src)
-        chosen, verdict = captions.choose_caption(captions.caption_candidates(doc, position, sources), rules, language_model)
-        if chosen is None:
-            yield False, (url, verdict)
-            continue
-        source, text = chosen
-        yield True, Pair(
-            url=url,
-            caption=text,
-            caption_source=source,
-            doc_id=doc.doc_id,
-            doc_url=doc.url,
-            provenance=doc.provenance,
-            source_stage=stage,
-            rejection_reason=reason,
-            source_kept=kept,
-        )
 
 
 class CandidatesFn(beam.DoFn):
@@ -183,11 +99,6 @@ class CandidatesFn(beam.DoFn):
             yield beam.pvalue.TaggedOutput(
                 DECISIONS, pair_decision(probe, verdict.reason, verdict.value, verdict.threshold, verdict.detail)
             )
-
-
-def recyclable(decision: Decision) -> bool:
-    """A page rejected by a rule after extraction, with its document attached."""
-    return decision.subject == SUBJECT_PAGE and decision.kind == KIND_REJECTED and decision.document is not None
 
 
 class _CountingFn(beam.DoFn):
@@ -291,32 +202,6 @@ class ScorePairsFn(_CountingFn):
             yield pair
         else:
             yield self._reject(pair, verdict.reason, verdict.value, verdict.threshold)
-
-
-def pair_to_row(pair: Pair, store_bytes: bool) -> dict[str, Any]:
-    prov = pair.provenance
-    return {
-        "url": pair.url,
-        "caption": pair.caption,
-        "caption_source": pair.caption_source,
-        "similarity": pair.similarity,
-        "width": pair.width,
-        "height": pair.height,
-        "format": pair.format,
-        "sha256": pair.image_id,
-        "image_id": pair.image_id,
-        "bytes": pair.data if store_bytes else None,
-        "doc_id": pair.doc_id,
-        "doc_url": pair.doc_url,
-        "source_kept": pair.source_kept,
-        "source_stage": pair.source_stage,
-        "rejection_reason": pair.rejection_reason,
-        "warc_file": prov.warc_file,
-        "warc_record_id": prov.record_id,
-        "warc_date": prov.date,
-        "warc_offset": prov.offset,
-        "warc_length": prov.length,
-    }
 
 
 class _WriteRowFn(beam.DoFn):
@@ -459,8 +344,6 @@ class RecyclePairs(beam.PTransform):
             rejected.append(scored[DECISIONS])
             pairs = scored["pairs"]
         if self._pii is not None and self._pii.enabled:  # safety.pii: captions are written text too
-            from mmcurate.stages.safety import RedactCaptionsFn
-
             pairs = pairs | "RedactCaptions" >> beam.ParDo(RedactCaptionsFn(self._pii))
         rows_out = pairs | "PairRows" >> beam.ParDo(_WriteRowFn(config.store_bytes))
         return RecycleResult(rows_out, rejected | "PairDecisions" >> beam.Flatten())

@@ -59,9 +59,6 @@ PACKAGE_ROOT = "mmcurate"
 # apache_beam; "cycle": `module` and `imported` are the first two (sorted) modules of
 # an import cycle, whose members the message lists. Empty when the house holds.
 ALLOWED: dict[tuple[str, str, str], str] = {
-    # judge imports scoring's image_payload and ok_rows_by_id (inside functions) and
-    # scoring builds JudgeDocuments: the shared part moves below both.
-    ("cycle", "mmcurate.stages.judge", "mmcurate.stages.scoring"): "scoring",
     # cli -> export -> plan -> cli (split_beam_args, _configure_logging live in cli).
     ("cycle", "mmcurate.pipeline.cli", "mmcurate.pipeline.export"): "commands",
     # the shipped quality models are found by a path into pipeline/models.
@@ -69,8 +66,6 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     # the read stage counts pages for the live progress line; counting moves to the
     # pipeline layer (pipeline/build.py) once read.py is split.
     ("upward", "mmcurate.stages.read", "mmcurate.runners.progress"): "funnel",
-    # imported for its side effect (registering --scoring_accelerator).
-    ("upward", "mmcurate.stages.scoring", "mmcurate.runners.options"): "scoring",
 }
 
 

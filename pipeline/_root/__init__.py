@@ -44,7 +44,7 @@ _API = {
     # stage images
     "CurateImages": "mmcurate.stages.images",
     # stage scoring (CLIP through RunInference: torch)
-    "ScoreImageText": "mmcurate.stages.scoring",
+    "ScoreImageText": "mmcurate.stages.scoring.score_image_text",
     # stage recycle
     "RecyclePairs": "mmcurate.stages.recycle",
     # stage write

@@ -14,7 +14,7 @@ from mmcurate.stages.config.base import Section as _Section
 
 
 class JudgeConfig(_Section):
-    """``scoring.judge``: an optional VLM judge (stages/judge.py): an OpenAI-compatible
+    """``scoring.judge``: an optional VLM judge (stages/scoring/judge.py): an OpenAI-compatible
     chat completions endpoint rates each document the CLIP step kept."""
 
     # Ask the VLM judge about each document CLIP kept.
@@ -61,7 +61,7 @@ class JudgeConfig(_Section):
 
 
 class NsfwConfig(_Section):
-    """``scoring.nsfw``: an NSFW score per image from its CLIP embedding (stages/nsfw.py);
+    """``scoring.nsfw``: an NSFW score per image from its CLIP embedding (stages/engines/nsfw_scorer.py);
     on whenever the CLIP step runs (scoring.checkpoint), unless enabled is false."""
 
     enabled: bool = True
@@ -89,7 +89,7 @@ class NsfwConfig(_Section):
 
 
 class ScoringConfig(_Section):
-    """Stage `scoring`: CLIP image-text similarity (open_clip, stages/scoring.py).
+    """Stage `scoring`: CLIP image-text similarity (open_clip, stages/scoring/).
 
     CLIP is off unless a checkpoint is given; with no checkpoint and no judge the
     stage passes every document through and the manifest says why. Weights are never

@@ -9,7 +9,7 @@ from mmcurate.filters.captions import CaptionRules, caption_candidates, check_ca
 from mmcurate.filters.language import load_language_model
 from mmcurate.pipeline.config import RecycleConfig
 from mmcurate.schemas import Document, ImageNode, Provenance, TextNode
-from mmcurate.stages.recycle import caption_rules
+from mmcurate.stages.engines.recycled_pairs import caption_rules
 
 RULES = caption_rules(RecycleConfig())
 

@@ -22,8 +22,8 @@ from imagegen import jpeg
 from mmcurate.filters import reasons
 from mmcurate.pipeline.config import JudgeConfig, ScoringConfig
 from mmcurate.schemas import Document, ImageNode, Provenance, TextNode
-from mmcurate.stages.judge import JudgeAnswerError, load_prompt, parse_answer
-from mmcurate.stages.scoring import ScoreImageText
+from mmcurate.stages.engines.judge_prompt import JudgeAnswerError, load_prompt, parse_answer
+from mmcurate.stages.scoring.score_image_text import ScoreImageText
 
 PICTURE = jpeg(3, (800, 600))
 PICTURE_ID = hashlib.sha256(PICTURE).hexdigest()

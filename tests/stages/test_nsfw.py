@@ -18,9 +18,12 @@ from PIL import Image
 from mmcurate.filters import nsfw, reasons
 from mmcurate.pipeline.config import ScoringConfig
 from mmcurate.schemas import Document, ImageNode, Provenance, TextNode
-from mmcurate.stages.nsfw import NsfwClipEncoder, load_head, load_prompts
-from mmcurate.stages.recycle import Pair, ScorePairsFn
-from mmcurate.stages.scoring import IMAGE, PAIR, ClipModelHandler, ScoreImageText, load_clip
+from mmcurate.stages.engines.clip_encoder import load_clip
+from mmcurate.stages.engines.nsfw_scorer import NsfwClipEncoder, load_head, load_prompts
+from mmcurate.stages.engines.recycled_pairs import Pair
+from mmcurate.stages.recycle import ScorePairsFn
+from mmcurate.stages.scoring.model_handler import IMAGE, PAIR, ClipModelHandler
+from mmcurate.stages.scoring.score_image_text import ScoreImageText
 from tinyclip import ColourEncoder, save_tiny_clip
 
 COLOURS = {"red": (255, 0, 0), "green": (0, 255, 0), "blue": (0, 0, 255)}

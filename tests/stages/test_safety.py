@@ -119,7 +119,7 @@ def test_redaction_changes_text_never_fate():
 
 
 def test_recycled_pair_captions_are_redacted_too():
-    from mmcurate.stages.recycle import Pair
+    from mmcurate.stages.engines.recycled_pairs import Pair
     from mmcurate.stages.safety import RedactCaptionsFn
 
     fn = RedactCaptionsFn(PiiConfig())

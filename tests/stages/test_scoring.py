@@ -18,8 +18,9 @@ from mmcurate.filters import clip as rules
 from mmcurate.filters import reasons
 from mmcurate.pipeline.config import ConfigError, ScoringConfig, load_config
 from mmcurate.schemas import Document, ImageNode, Provenance, TextNode
-from mmcurate.stages import scoring
-from mmcurate.stages.scoring import ChecksumError, ClipEncoder, ScoreImageText, load_clip
+from mmcurate.stages.engines import image_text_scores as scoring
+from mmcurate.stages.engines.clip_encoder import ChecksumError, ClipEncoder, load_clip
+from mmcurate.stages.scoring.score_image_text import ScoreImageText
 from tinyclip import ColourEncoder, save_tiny_clip
 
 COLOURS = {"red": (255, 0, 0), "green": (0, 255, 0), "blue": (0, 0, 255)}

@@ -1,5 +1,6 @@
 """Stage `scoring`: CLIP image-text similarity with open_clip, then (optionally)
-the VLM judge (``stages.judge``).
+the VLM judge (``stages.scoring.judge``). The per-document arithmetic lives in
+``stages.engines.image_text_scores``, the model in ``stages.engines.clip_encoder``.
 
 Image bytes never travel inside documents. The stage joins them by image_id:
 
@@ -15,7 +16,8 @@ Image bytes never travel inside documents. The stage joins them by image_id:
    after), removes images below ``image_min_similarity`` (an image decision row
    each), puts per-image figures and the document aggregates (mean, min, max,
    share above ``share_threshold``) in signals, optionally moves images after their
-   MMC4-assigned sentence, and applies the document rules (``filters.clip``).
+   MMC4-assigned sentence, and applies the document rules (``filters.clip``):
+   ``engines.image_text_scores.score_document``.
 
 The model is an open_clip architecture with weights from a local checkpoint
 (``scoring.checkpoint``, sha256-checked when ``checkpoint_sha256`` is given),
@@ -32,152 +34,29 @@ Counters (namespace ``scoring``): ``kept``, ``rejected.<reason>``,
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from typing import Any, Iterable, Optional
 
 import apache_beam as beam
 import numpy as np
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.ml.inference.base import ModelHandler, RunInference
+from apache_beam.ml.inference.base import RunInference
 
 from mmcurate.filters import clip as rules
 from mmcurate.filters import nsfw as nsfw_rules
-from mmcurate.filters.captions import split_sentences
+from mmcurate.schemas import KIND_ERROR, KIND_REJECTED, SUBJECT_IMAGE, Decision, Document, ImageNode, Provenance
 from mmcurate.stages.config import ScoringConfig
-from mmcurate.schemas import (
-    KIND_ERROR,
-    KIND_REJECTED,
-    SUBJECT_IMAGE,
-    Decision,
-    Document,
-    ImageNode,
-    TextNode,
-)
-from mmcurate.runners.options import ScoringOptions  # noqa: F401  (registers --scoring_accelerator)
-from mmcurate.stages.clip_model import ChecksumError, ClipEncoder, check_checkpoint, file_sha256, load_clip  # noqa: F401
+from mmcurate.stages.engines.clip_encoder import check_checkpoint
+from mmcurate.stages.engines.image_text_scores import score_document, scoring_texts
+from mmcurate.stages.engines.nsfw_scorer import check_nsfw
 from mmcurate.stages.results import ERRORS, KEPT, REJECTED, StageCounters, StageResult, error_decision, rejection_decision
-from mmcurate.stages.nsfw import NsfwClipEncoder, check_nsfw, nsfw_scores
+from mmcurate.stages.scoring import STAGE
+from mmcurate.stages.scoring.images_table import image_payload, ok_rows_by_id
+from mmcurate.stages.scoring.judge import JudgeDocuments
+from mmcurate.stages.scoring.model_handler import IMAGE, TEXTS, ClipModelHandler
 
 log = logging.getLogger(__name__)
-
-STAGE = "scoring"
-
-
-IMAGE = "image"
-TEXTS = "texts"
-PAIR = "pair"
-
-
-class ClipModelHandler(ModelHandler):
-    """open_clip through ``RunInference``. Elements are tagged tuples, so one
-    transform (one model copy per worker) embeds both towers:
-    ``("image", image_id, bytes)`` -> ``("image", image_id, vector or None, error, nsfw)``
-    and ``("texts", doc_id, texts)`` -> ``("texts", doc_id, texts, matrix)``; for
-    recycled pairs (an object with ``data`` and ``caption``, stage recycle)
-    ``("pair", pair)`` -> ``("pair", pair, similarity or None, error, nsfw)``, where
-    ``nsfw`` is the image's NSFW score (``scoring.nsfw``; None when that is off).
-    ``loader`` replaces ``load_clip`` (tests pass a fake encoder)."""
-
-    def __init__(self, config: ScoringConfig, loader: Any = None):
-        super().__init__()
-        self._config = config
-        self._loader = loader or load_clip
-
-    def load_model(self) -> Any:
-        model = self._loader(self._config)
-        if self._config.nsfw.enabled:  # scoring.nsfw: prompts encoded once, here
-            model = NsfwClipEncoder(model, self._config.nsfw)
-        return model
-
-    def run_inference(self, batch: Sequence[Any], model: Any, inference_args=None) -> Iterable[Any]:
-        images = [e for e in batch if e[0] == IMAGE]
-        docs = [e for e in batch if e[0] == TEXTS]
-        pairs = [e[1] for e in batch if e[0] == PAIR]
-        if pairs:
-            vectors, errors = model.encode_images([pair.data for pair in pairs])
-            decoded = [pair for pair, error in zip(pairs, errors) if not error]
-            texts = model.encode_texts([pair.caption for pair in decoded]) if decoded else None
-            unsafe = nsfw_scores(model, vectors)
-            row = 0
-            for pair, error in zip(pairs, errors):
-                if error:
-                    yield PAIR, pair, None, error, None
-                else:
-                    yield PAIR, pair, float(np.dot(vectors[row], texts[row])), "", unsafe[row]
-                    row += 1
-        if images:
-            vectors, errors = model.encode_images([payload for _, _, payload in images])
-            unsafe = nsfw_scores(model, vectors)
-            row = 0
-            for (_, image_id, _), error in zip(images, errors):
-                if error:
-                    yield IMAGE, image_id, None, error, None
-                else:
-                    yield IMAGE, image_id, vectors[row], "", unsafe[row]
-                    row += 1
-        if docs:
-            matrix = model.encode_texts([text for _, _, texts in docs for text in texts])
-            start = 0
-            for _, doc_id, texts in docs:
-                yield TEXTS, doc_id, tuple(texts), matrix[start : start + len(texts)]
-                start += len(texts)
-
-    def batch_elements_kwargs(self) -> Mapping[str, Any]:
-        return {"min_batch_size": 1, "max_batch_size": self._config.batch_size}
-
-
-# ---------------------------------------------------------------------------------
-# Texts to compare each image with
-# ---------------------------------------------------------------------------------
-
-
-def image_caption(node: ImageNode) -> str:
-    """An image's own text: alt, else figcaption, else title."""
-    for text in (node.alt, node.caption, node.title):
-        text = " ".join((text or "").split())
-        if text:
-            return text
-    return ""
-
-
-def neighbours(doc: Document, position: int) -> tuple[str, str]:
-    """The text of the nearest text node before and after the node at ``position``."""
-    before = after = ""
-    for i in range(position - 1, -1, -1):
-        if isinstance(doc.nodes[i], TextNode) and doc.nodes[i].text.strip():
-            before = doc.nodes[i].text
-            break
-    for i in range(position + 1, len(doc.nodes)):
-        if isinstance(doc.nodes[i], TextNode) and doc.nodes[i].text.strip():
-            after = doc.nodes[i].text
-            break
-    return before, after
-
-
-def document_sentences(doc: Document) -> list[tuple[int, str]]:
-    """(text node position, sentence) for every sentence of the document, in order."""
-    return [(i, s) for i, n in enumerate(doc.nodes) if isinstance(n, TextNode) for s in split_sentences(n.text)]
-
-
-def scoring_texts(doc: Document, assign: bool) -> tuple[str, ...]:
-    """The distinct texts the stage embeds for ``doc``, in first-use order."""
-    texts: dict[str, None] = {}
-    for position, node in enumerate(doc.nodes):
-        if isinstance(node, ImageNode) and node.image_id:
-            for text in (image_caption(node), *neighbours(doc, position)):
-                if text:
-                    texts.setdefault(text)
-    if assign and any(isinstance(n, ImageNode) and n.image_id for n in doc.nodes):
-        for _, sentence in document_sentences(doc):
-            texts.setdefault(sentence)
-    return tuple(texts)
-
-
-# ---------------------------------------------------------------------------------
-# Per document
-# ---------------------------------------------------------------------------------
 
 
 def clip_image_decision(doc: Document, node: ImageNode, verdict) -> Decision:
@@ -196,8 +75,6 @@ def clip_image_decision(doc: Document, node: ImageNode, verdict) -> Decision:
 
 
 def image_error_decision(image_id: str, error: str) -> Decision:
-    from mmcurate.schemas import Provenance
-
     exc_type, _, message = error.partition(": ")
     return Decision(
         doc_id=image_id,
@@ -209,111 +86,6 @@ def image_error_decision(image_id: str, error: str) -> Decision:
         detail=message,
         subject=SUBJECT_IMAGE,
     )
-
-
-def _reorder(doc: Document, anchors: dict[int, tuple[int, int]]) -> tuple:
-    """Nodes with each image in ``anchors`` (position -> (text position, sentence
-    index)) moved right after its text node; other images stay after the text node
-    that preceded them."""
-    text_positions = [i for i, n in enumerate(doc.nodes) if isinstance(n, TextNode)]
-    placed: dict[int, list[tuple[int, int, int]]] = {}
-    last_text = -1
-    for i, node in enumerate(doc.nodes):
-        if isinstance(node, TextNode):
-            last_text = i
-            continue
-        anchor, order = anchors.get(i, (last_text, -1))
-        placed.setdefault(anchor, []).append((order, i, i))
-    nodes = [doc.nodes[i] for _, _, i in sorted(placed.get(-1, []))]
-    for t in text_positions:
-        nodes.append(doc.nodes[t])
-        nodes += [doc.nodes[i] for _, _, i in sorted(placed.get(t, []))]
-    return tuple(nodes)
-
-
-def score_document(
-    doc: Document,
-    image_vectors: Mapping[str, np.ndarray],
-    texts: Sequence[str],
-    text_vectors: np.ndarray,
-    config: ScoringConfig,
-    unsafe: Optional[Mapping[str, float]] = None,
-) -> tuple[Document, list[tuple[ImageNode, Any]], int]:
-    """The scored document (nodes updated, images below the floor removed, signals
-    added), the removed images with their verdicts, and the number of images scored.
-
-    Per-image signals are indexed by the image's position among the document's
-    image nodes as it entered the stage. ``unsafe`` holds NSFW scores by image_id
-    (``scoring.nsfw``): an image above the threshold is removed before its
-    similarity counts (``image.nsfw``), and the document gets ``nsfw.*`` signals."""
-    text_index = {t: i for i, t in enumerate(texts)}
-
-    def sim(vector: np.ndarray, text: str) -> Optional[float]:
-        i = text_index.get(text) if text else None
-        return None if i is None else float(np.dot(vector, text_vectors[i]))
-
-    signals: dict[str, float] = {}
-    nodes: list = []
-    removed: list[tuple[ImageNode, Any]] = []
-    best_scores: list[float] = []
-    kept_vectors: list[tuple[int, int, np.ndarray]] = []  # (new position, image index, vector)
-    nsfw_found: list[float] = []
-    nsfw_removed = 0
-    k = -1
-    for position, node in enumerate(doc.nodes):
-        if not isinstance(node, ImageNode):
-            nodes.append(node)
-            continue
-        k += 1
-        vector = image_vectors.get(node.image_id) if node.image_id else None
-        score = unsafe.get(node.image_id) if unsafe and node.image_id else None
-        if score is not None:  # safety first: an NSFW image never reaches the similarity rules
-            signals[nsfw_rules.image_signal(k)] = score
-            nsfw_found.append(score)
-            verdict = nsfw_rules.image_verdict(score, threshold=config.nsfw.threshold)
-            if not verdict.keep:
-                removed.append((node, verdict))
-                nsfw_removed += 1
-                continue
-        before, after = neighbours(doc, position)
-        scores = {}
-        if vector is not None:
-            scores = {"caption": sim(vector, image_caption(node)), "before": sim(vector, before), "after": sim(vector, after)}
-        for what, value in scores.items():
-            if value is not None:
-                signals[rules.image_signal(k, what)] = value
-        best = rules.best_similarity(scores)
-        if best is None:
-            nodes.append(node)
-            continue
-        signals[rules.image_signal(k, "best")] = best
-        best_scores.append(best)
-        scored_node = dataclasses.replace(node, clip_score=best)
-        verdict = rules.image_verdict(best, min_similarity=config.image_min_similarity)
-        if not verdict.keep:
-            removed.append((scored_node, verdict))
-            continue
-        kept_vectors.append((len(nodes), k, vector))
-        nodes.append(scored_node)
-    signals.update(rules.aggregates(best_scores, share_threshold=config.share_threshold))
-    signals[rules.CLIP_REMOVED] = float(len(removed) - nsfw_removed)
-    if unsafe is not None:
-        signals.update(nsfw_rules.aggregates(nsfw_found, nsfw_removed))
-    scored = dataclasses.replace(doc, nodes=tuple(nodes)).with_signals(signals)
-    if config.assign_images and kept_vectors:
-        usable = [(p, s) for p, s in document_sentences(scored) if s in text_index]
-        if usable:
-            matrix = np.array([[float(np.dot(v, text_vectors[text_index[s]])) for _, s in usable] for _, _, v in kept_vectors])
-            anchors: dict[int, tuple[int, int]] = {}
-            extra: dict[str, float] = {}
-            for row, ((position, index, _), column) in enumerate(zip(kept_vectors, rules.assign_images(matrix))):
-                if column is None:
-                    continue
-                anchors[position] = (usable[column][0], column)
-                extra[rules.image_signal(index, "sentence")] = float(column)
-                extra[rules.image_signal(index, "sentence_similarity")] = float(matrix[row, column])
-            scored = dataclasses.replace(scored, nodes=_reorder(scored, anchors)).with_signals(extra)
-    return scored, removed, len(best_scores)
 
 
 class ScoreDocumentsFn(beam.DoFn):
@@ -372,16 +144,6 @@ class ScoreDocumentsFn(beam.DoFn):
             self._counters.micros(started)
 
 
-def image_payload(row: Mapping[str, Any]) -> Optional[bytes]:
-    """The bytes of an images-table row: in the row, or at its path (images.store=path)."""
-    if row.get("bytes") is not None:
-        return row["bytes"]
-    if row.get("path"):
-        with FileSystems.open(row["path"]) as fh:
-            return fh.read()
-    return None
-
-
 def _payloads(element: tuple[str, dict]) -> Iterable[tuple[str, bytes]]:
     image_id, joined = element
     if not list(joined["want"]):
@@ -407,18 +169,11 @@ def image_ids(doc: Document) -> Iterable[tuple[str, str]]:
         yield image_id, doc.doc_id
 
 
-def ok_rows_by_id(rows: beam.PCollection, label: str = "OkRowsById") -> beam.PCollection:
-    """(image_id, row) for images-table rows of retrieved images."""
-    return rows | label >> beam.FlatMap(
-        lambda r: [(r["image_id"], r)] if r.get("image_id") and r.get("status") == "ok" else []
-    )
-
-
 class ScoreImageText(beam.PTransform):
     """The `scoring` stage: ``docs | ScoreImageText(config, image_rows)`` -> StageResult.
 
     ``image_rows`` are the images table's rows (``ImagesResult.images``). ``loader``
-    replaces ``load_clip`` (tests pass a fake encoder; CLIP then runs without a
+    replaces ``load_clip_model`` (tests pass a fake encoder; CLIP then runs without a
     checkpoint); ``accelerator`` replaces ``config.accelerator`` (the
     ``--scoring_accelerator`` flag). With no checkpoint (and no loader) the CLIP
     step is skipped; with ``judge.enabled`` the VLM judge runs on what CLIP kept."""
@@ -437,9 +192,9 @@ class ScoreImageText(beam.PTransform):
         self._config = config
         self._rows = image_rows
         if config.clip_on and loader is None:
-            check_checkpoint(config)  # fail at construction, naming the key
+            check_checkpoint(config, FileSystems)  # fail at construction, naming the key
         if config.clip_on or loader is not None:
-            check_nsfw(config.nsfw)
+            check_nsfw(config.nsfw, FileSystems)
         self._handler = ClipModelHandler(config, loader)
         self._clip = config.clip_on or loader is not None
         hint = config.accelerator if accelerator is None else accelerator
@@ -518,8 +273,6 @@ class ScoreImageText(beam.PTransform):
         elif not config.judge.enabled:
             docs = docs | "PassThrough" >> beam.ParDo(_PassThroughFn())
         if config.judge.enabled:
-            from mmcurate.stages.judge import JudgeDocuments
-
             judged = docs | "Judge" >> JudgeDocuments(config.judge, rows, client=self._judge_client)
             docs = judged.kept
             rejected.append(judged.rejected)

@@ -1,19 +1,19 @@
-"""The NSFW scorer of the scoring stage (``scoring.nsfw``), next to the CLIP model.
+"""The NSFW scorer of the scoring stage (``scoring.nsfw``), on the CLIP encoder's
+image embeddings.
 
-``ClipModelHandler.load_model`` wraps the loaded CLIP encoder in ``NsfwClipEncoder``
-once per worker: the prompt set is encoded with the text tower there, once, and the
-optional classifier head is loaded there. ``run_inference`` then scores every
+``ClipModelHandler.load_model`` (``stages.scoring.model_handler``) wraps the loaded
+CLIP encoder in ``NsfwClipEncoder`` once per worker: the prompt set is encoded with
+the text tower there, once, and the optional classifier head is loaded there. ``run_inference`` then scores every
 embedded image (documents' images and recycled pairs alike) from the embedding it
 already has: NSFW costs a matrix product per batch, no second pass over the image.
 
 Nothing is downloaded: the prompt set ships as package data and the head is a
-local (or Beam-filesystem) file, sha256-checked when ``head_sha256`` is given.
+local (or remote, through the filesystem the stage passes) file, sha256-checked when ``head_sha256`` is given.
 """
 
 from __future__ import annotations
 
 import io
-import os
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
@@ -21,57 +21,42 @@ import numpy as np
 
 from mmcurate.filters import nsfw
 from mmcurate.stages.config import NsfwConfig
-
-DATA_DIR = Path(__file__).resolve().parents[1] / "filters" / "data"
-
-
-def prompt_path(name: str) -> Path:
-    path = Path(name) if os.sep in name or Path(name).is_absolute() else DATA_DIR / name
-    if not path.is_file():
-        import importlib.util
-
-        spec = importlib.util.find_spec("mmcurate.filters")
-        if spec and spec.origin and os.sep not in name:
-            path = Path(spec.origin).parent / "data" / name
-    return path
+from mmcurate.stages.engines.files import Filesystem, data_file, exists, file_sha256, open_file
 
 
 def load_prompts(name: str) -> nsfw.PromptSet:
     """The prompt set ``name`` (a file under filters/data/, or a path)."""
-    path = prompt_path(name)
+    path = data_file(name)
     if not path.is_file():
         raise FileNotFoundError(f"scoring.nsfw.prompts: file not found: {name}")
     return nsfw.parse_prompts(path.read_text(encoding="utf-8"), f"scoring.nsfw.prompts {path}")
 
 
-def load_head(path: str, sha256: str = "") -> nsfw.ClassifierHead:
-    """A classifier head state dict (torch ``.pt``/``.pth``), as numpy."""
+def load_head(path: str, sha256: str = "", fs: Optional[Filesystem] = None) -> nsfw.ClassifierHead:
+    """A classifier head state dict (torch ``.pt``/``.pth``), as numpy; ``fs`` reads
+    a remote path."""
     import torch
 
-    from mmcurate.stages.clip_model import _open, file_sha256
-
     if sha256:
-        actual = file_sha256(path)
+        actual = file_sha256(path, fs)
         if actual != sha256.lower():
             raise ValueError(f"scoring.nsfw.head_sha256: {path} has sha256 {actual}, expected {sha256}")
-    with _open(path) as fh:
+    with open_file(path, fs) as fh:
         state = torch.load(io.BytesIO(fh.read()), map_location="cpu", weights_only=True)
     if isinstance(state, dict) and "state_dict" in state:
         state = state["state_dict"]
     return nsfw.ClassifierHead.from_state_dict({k: v.float().numpy() for k, v in state.items()})
 
 
-def check_nsfw(config: NsfwConfig) -> None:
+def check_nsfw(config: NsfwConfig, fs: Optional[Filesystem] = None) -> None:
     """Fail at pipeline construction, naming the key, on a bad prompt set or head."""
     if not config.enabled:
         return
     load_prompts(config.prompts)
     if config.head:
-        from mmcurate.stages.clip_model import _exists
-
-        if not _exists(config.head):
+        if not exists(config.head, fs):
             raise FileNotFoundError(f"scoring.nsfw.head: file not found: {config.head}")
-        load_head(config.head, config.head_sha256)
+        load_head(config.head, config.head_sha256, fs)
 
 
 def method(config: NsfwConfig) -> str:
@@ -84,10 +69,10 @@ def method(config: NsfwConfig) -> str:
 class NsfwClipEncoder:
     """A CLIP encoder (``encode_images``, ``encode_texts``) that also scores images for NSFW."""
 
-    def __init__(self, encoder: Any, config: NsfwConfig):
+    def __init__(self, encoder: Any, config: NsfwConfig, fs: Optional[Filesystem] = None):
         self.encoder = encoder
         self.config = config
-        self.head: Optional[nsfw.ClassifierHead] = load_head(config.head, config.head_sha256) if config.head else None
+        self.head: Optional[nsfw.ClassifierHead] = load_head(config.head, config.head_sha256, fs) if config.head else None
         self.prompts: Optional[nsfw.PromptSet] = None
         self.prompt_vectors: Optional[np.ndarray] = None
         if self.head is None:

@@ -1,7 +1,8 @@
-"""Beam pipeline options that mmcurate adds to Beam's own.
+"""The scoring stage's Beam pipeline option, ``--scoring_accelerator``.
 
-Importing this module registers them with Beam's parser, so the CLI accepts them
-like any Beam flag.
+Defining the class registers the flag with Beam's parser (Beam collects every
+``PipelineOptions`` subclass), so the CLI accepts it like any Beam flag once this
+module is imported. Light on purpose: no model code is imported with it.
 """
 
 from __future__ import annotations
@@ -20,3 +21,4 @@ class ScoringOptions(PipelineOptions):
             help="accelerator resource hint for the scoring stage's model transforms only, "
             "e.g. type:nvidia-l4;count:1;install-nvidia-driver (overrides scoring.accelerator)",
         )
+

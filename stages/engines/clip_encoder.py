@@ -1,78 +1,41 @@
-"""Loading an open_clip model from a local (or Beam-filesystem) checkpoint, and
-encoding images and texts with it.
+"""An open_clip model loaded from a local (or remote) checkpoint, encoding images
+and texts to L2-normalised vectors: the engine of the scoring stage's CLIP step.
 
-Kept free of Beam at import time, so the same loader serves the pipeline's
-workers, the benchmarks and a GPU machine that has torch and open_clip but no
-Beam: a remote path (gs://, s3://) is read through Beam's FileSystems, imported
-only then.
+Beam-free, so the same loader serves the pipeline's workers, the benchmarks and a
+GPU machine that has torch and open_clip but no Beam. A remote path (gs://, s3://)
+is read through the filesystem the caller passes (the stage passes Beam's
+``FileSystems``; see ``engines.files``).
 """
 
 from __future__ import annotations
 
-import hashlib
 import io
-import os
-from typing import Any, BinaryIO, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
 from mmcurate.stages.config import ScoringConfig
 from mmcurate.stages.engines.exceptions import error_detail
-
-
-def _exists(path: str) -> bool:
-    if "://" not in path:
-        return os.path.exists(path)
-    from apache_beam.io.filesystems import FileSystems
-
-    return FileSystems.exists(path)
-
-
-def _open(path: str) -> BinaryIO:
-    if "://" not in path:
-        return open(path, "rb")
-    from apache_beam.io.filesystems import FileSystems
-
-    return FileSystems.open(path)
+from mmcurate.stages.engines.files import Filesystem, exists, file_sha256, local_copy
 
 
 class ChecksumError(ValueError):
     """A checkpoint whose sha256 is not the one configured."""
 
 
-def file_sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with _open(path) as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def check_checkpoint(config: ScoringConfig) -> None:
+def check_checkpoint(config: ScoringConfig, fs: Optional[Filesystem] = None) -> None:
     """Fail before the pipeline runs, naming the key, on a missing checkpoint or config
     file, an unknown architecture, or a checksum mismatch."""
-    if not _exists(config.checkpoint):
+    if not exists(config.checkpoint, fs):
         raise FileNotFoundError(f"scoring.checkpoint: file not found: {config.checkpoint}")
-    if config.architecture_config and not _exists(config.architecture_config):
+    if config.architecture_config and not exists(config.architecture_config, fs):
         raise FileNotFoundError(f"scoring.architecture_config: file not found: {config.architecture_config}")
     if config.checkpoint_sha256:
-        actual = file_sha256(config.checkpoint)
+        actual = file_sha256(config.checkpoint, fs)
         if actual != config.checkpoint_sha256:
             raise ChecksumError(
                 f"scoring.checkpoint_sha256: {config.checkpoint} has sha256 {actual}, expected {config.checkpoint_sha256}"
             )
-
-
-def _local_copy(path: str, suffix: str) -> str:
-    """A local file for ``path`` (copied from a remote filesystem when needed)."""
-    if "://" not in path:
-        return path
-    import tempfile
-
-    with _open(path) as src, tempfile.NamedTemporaryFile(suffix=suffix, delete=False) as dst:
-        for chunk in iter(lambda: src.read(1 << 20), b""):
-            dst.write(chunk)
-        return dst.name
 
 
 class ClipEncoder:
@@ -125,15 +88,15 @@ class ClipEncoder:
         return np.concatenate(out)
 
 
-def load_clip(config: ScoringConfig) -> ClipEncoder:
+def load_clip(config: ScoringConfig, fs: Optional[Filesystem] = None) -> ClipEncoder:
     """The open_clip model of ``config``: architecture (a shipped config or the
     ``architecture_config`` file), weights from ``checkpoint`` only, in eval mode on
-    ``device``. Exactly what the pipeline's workers run."""
+    ``device``. Exactly what the pipeline's workers run; ``fs`` reads remote paths."""
     import open_clip
 
-    check_checkpoint(config)
+    check_checkpoint(config, fs)
     if config.architecture_config:
-        open_clip.add_model_config(_local_copy(config.architecture_config, ".json"))
+        open_clip.add_model_config(local_copy(config.architecture_config, ".json", fs))
     if config.architecture not in open_clip.list_models():
         raise ValueError(f"scoring.architecture: {config.architecture!r} is not an open_clip model config")
     # pretrained=None: open_clip never looks up a pretrained tag or the Hub; the
@@ -141,7 +104,7 @@ def load_clip(config: ScoringConfig) -> ClipEncoder:
     model, _, preprocess = open_clip.create_model_and_transforms(
         config.architecture, pretrained=None, device=config.device, load_weights=False
     )
-    open_clip.load_checkpoint(model, _local_copy(config.checkpoint, ".pt"), device=config.device)
+    open_clip.load_checkpoint(model, local_copy(config.checkpoint, ".pt", fs), device=config.device)
     model.eval()
     tokenizer = open_clip.get_tokenizer(config.architecture)
     return ClipEncoder(model, preprocess, tokenizer, config.device, config.batch_size, config.max_text_chars)
