@@ -61,8 +61,9 @@ bench-all: bench
 lint: install
 	$(BIN)/ruff check pipeline stages filters schemas runners tests benchmarks
 
-# Rebuild the shipped models from ../shared/data: fastText quality.bin and llm.bin,
-# and one MT model per WMT target language (mt/<lang>.npz, logistic regression).
+# Rebuild the quality stage's shipped models (stages/quality_models/) from ../shared/data:
+# fastText quality.bin and llm.bin, and one MT model per WMT target language
+# (mt/<lang>.npz, logistic regression).
 models: install
 	$(BIN)/python -m mmcurate.pipeline.build_models
 

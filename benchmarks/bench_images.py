@@ -43,7 +43,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from imagegen import jpeg  # noqa: E402
 
-from mmcurate.filters.images import band_keys, hamming  # noqa: E402
+from mmcurate.filters.images import hamming  # noqa: E402
+from mmcurate.filters.lsh import band_keys, hex_bits  # noqa: E402
 from mmcurate.pipeline.config import ImagesConfig  # noqa: E402
 from mmcurate.stages.imaging import STATUS_OK, normalize_image  # noqa: E402
 from mmcurate.stages.retrieval import ImageFetcher  # noqa: E402
@@ -216,7 +217,7 @@ def bench_phash(ks: list[int]) -> None:
     for k in ks:
         keyed: dict[str, set[int]] = {}
         for i, h in enumerate(everything):
-            for key in band_keys(h, k):
+            for key in band_keys(hex_bits(h), k + 1):
                 keyed.setdefault(key, set()).add(i)
         candidates = set()
         for members in keyed.values():

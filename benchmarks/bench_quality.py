@@ -268,7 +268,8 @@ def _rewrite(data: Path, n: int) -> None:
     import torch
 
     from mmcurate.pipeline.train import roc_auc
-    from mmcurate.stages.quality import SentenceEmbeddingModelHandler, default_embedding_model
+    from mmcurate.stages.engines.text_classifiers import default_embedding_model
+    from mmcurate.stages.quality import SentenceEmbeddingModelHandler
 
     torch.set_num_threads(1)
     refs = data / "mt-wmt22" / "txt" / "references"

@@ -172,22 +172,3 @@ def words_per_image(doc: Document, *, min_words_per_image: float) -> Verdict:
 def hamming(a: str, b: str) -> int:
     """Bits that differ between two hex-encoded hashes of the same length."""
     return bin(int(a, 16) ^ int(b, 16)).count("1")
-
-
-def band_keys(phash: str, max_distance: int) -> list[str]:
-    """Band keys of a 64-bit hash for near-duplicate search within ``max_distance``.
-
-    Pigeonhole: split the bits into ``max_distance + 1`` bands; two hashes that
-    differ in at most ``max_distance`` bits agree exactly on at least one band, so
-    they share at least one key. Keys name their band: ``"<i>:<bits>"``."""
-    bands = max_distance + 1
-    value = int(phash, 16)
-    keys = []
-    start = 0
-    for i in range(bands):
-        width = PHASH_BITS // bands + (1 if i < PHASH_BITS % bands else 0)
-        bits = (value >> (PHASH_BITS - start - width)) & ((1 << width) - 1)
-        keys.append(f"{i}:{bits:x}")
-        start += width
-    return keys
-

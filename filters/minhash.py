@@ -18,15 +18,14 @@ Pipeline of pure functions, each a step of the `dedup` stage's near-duplicate pa
    pre-mixed with the MurmurHash3 32-bit finalizer as datasketch does, and the
    arithmetic wraps modulo 2^32 (tests/filters/test_minhash.py checks equality).
    One numpy expression per document instead of a ``MinHash`` object.
-4. ``band_keys``: the signature cut into ``bands`` bands of ``rows`` values; a key per
-   band (band index + 64-bit digest of the band), so two documents are LSH
-   candidates when they share any key. Candidate probability for Jaccard ``s`` is
+4. ``filters.lsh.band_keys(signature, bands, rows)``: the signature cut into
+   ``bands`` bands of ``rows`` values; a key per band (band index + 64-bit digest of
+   the band), so two documents are LSH candidates when they share any key. Candidate probability for Jaccard ``s`` is
    ``1 - (1 - s**rows)**bands``; ``lsh_threshold`` is the ``s`` where it is 1/2.
 """
 
 from __future__ import annotations
 
-import hashlib
 import unicodedata
 import zlib
 from functools import lru_cache
@@ -102,15 +101,6 @@ class MinHasher:
         with np.errstate(over="ignore"):
             mixed = _fmix32(hashes.astype(np.uint32, copy=False))
             return (mixed[:, None] * self._a + self._b).min(axis=0)
-
-
-def band_keys(signature: np.ndarray, bands: int, rows: int) -> list[str]:
-    """One string key per band: ``"<band>:<16 hex digits of the band's digest>"``."""
-    raw = np.ascontiguousarray(signature[: bands * rows], dtype="<u4").tobytes()
-    width = rows * 4
-    return [
-        f"{i}:{hashlib.blake2b(raw[i * width : (i + 1) * width], digest_size=8).hexdigest()}" for i in range(bands)
-    ]
 
 
 def estimate_jaccard(sig_a: np.ndarray, sig_b: np.ndarray) -> float:

@@ -120,19 +120,19 @@ IMAGE_DOCUMENT_DUPLICATE_SET = "image.document_duplicate_set"
 # quality: fastText quality score (stage: quality; filters/quality.py)
 QUALITY_LOW_SCORE = "quality.low_score"
 
-# mt: machine-translated text (stage: quality; filters/implicit.py)
+# mt: machine-translated text (stage: quality; filters/machine_translation.py)
 MT_NOTICE = "mt.notice"
 MT_WIDGET = "mt.widget"
 MT_HREFLANG_FANOUT = "mt.hreflang_fanout"
 MT_URL_LANGUAGE_MISMATCH = "mt.url_language_mismatch"
 MT_HIGH_SCORE = "mt.high_score"
 
-# llm: text written by weak models (stage: quality; filters/implicit.py)
+# llm: text written by weak models (stage: quality; filters/llm_text.py)
 LLM_TEMPLATE_PHRASE = "llm.template_phrase"
 LLM_HIGH_SCORE = "llm.high_score"
 LLM_SITE_HIGH_SCORE = "llm.site_high_score"
 
-# rewrite: semantic near-duplicates (stage: quality; filters/implicit.py)
+# rewrite: semantic near-duplicates (stage: quality; filters/rewrites.py)
 REWRITE_NEAR_DUPLICATE = "rewrite.near_duplicate"
 
 # clip: CLIP image-text similarity (stage: scoring; filters/clip.py). Images below

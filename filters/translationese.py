@@ -1,7 +1,7 @@
 """Machine-translation detection features and the linear model that scores them.
 
 Pure functions over normalised text (``filters.quality.normalize_text``): no I/O.
-The stage loads a model file (``pipeline/models/mt/LANG.npz``) once per worker and
+The stage loads a model file (``stages/quality_models/mt/LANG.npz``) once per worker and
 calls ``LinearTextModel.probabilities``; ``mmcurate train mt`` fits one from the
 same ``features``, so training and scoring see one representation.
 

@@ -1,6 +1,6 @@
-"""Rebuilds the default classifiers of the ``quality`` stage (``pipeline/models/``).
+"""Rebuilds the default classifiers of the ``quality`` stage (``stages/quality_models/``).
 
-    .venv/bin/python -m mmcurate.pipeline.build_models [--data ../shared/data] [--output pipeline/models]
+    .venv/bin/python -m mmcurate.pipeline.build_models [--data ../shared/data] [--output stages/quality_models]
 
 Each model is one ``mmcurate train`` run, on the labelled text in the project's
 shared data folder (``../shared/data/``, beside the checkout; its README gives the
@@ -129,7 +129,7 @@ def build(data: Path, output: Path) -> int:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="build_models", description=__doc__.split("\n\n")[0])
     p.add_argument("--data", type=Path, default=_default_data(), help="the shared data folder (default: %(default)s)")
-    p.add_argument("--output", type=Path, default=HERE / "models", help="where the models go")
+    p.add_argument("--output", type=Path, default=HERE.parent / "stages" / "quality_models", help="where the models go")
     args = p.parse_args(argv)
     return build(args.data, args.output)
 

@@ -62,7 +62,7 @@ def stage_funnel(config: Config, counters: Mapping[tuple[str, str], int], writte
         if stage == "recycle":
             entry = recycle_entry(names, written)
         if stage == "quality":
-            from mmcurate.stages.quality import mt_languages
+            from mmcurate.stages.engines.text_classifiers import mt_languages
 
             # Documents in these languages get an mt_score; others get none.
             entry["mt_languages"] = mt_languages(config.quality)

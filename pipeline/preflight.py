@@ -117,7 +117,7 @@ def check_files(config: Config) -> None:
                 raise PreflightError(f"heuristics.language.model_path: {exc}") from None
             _fasttext("heuristics.language.model_path (shipped lid.176.ftz)", shipped)
     if config.enabled("quality"):
-        from mmcurate.stages.quality import default_model_path, mt_model_paths
+        from mmcurate.stages.engines.text_classifiers import default_model_path, mt_model_paths
 
         quality = config.quality
         chosen = {"quality.model_path": ("quality", quality.model_path)}

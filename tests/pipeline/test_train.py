@@ -21,7 +21,8 @@ from mmcurate.pipeline.train import (
     wmt_examples,
     wmt_files,
 )
-from mmcurate.stages.quality import ScoreQuality, model_paths
+from mmcurate.stages.engines.text_classifiers import model_paths
+from mmcurate.stages.quality import ScoreQuality
 
 COMMON = "the a of and to in is was for on with as by at from that this it".split()
 GOOD = "museum harbour library history river architecture research garden century village bridge".split()

@@ -10,7 +10,7 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from docfactory import PROSE, make_doc
-from mmcurate.filters import minhash, reasons
+from mmcurate.filters import lsh, minhash, reasons
 from mmcurate.pipeline.config import DedupConfig
 from mmcurate.stages.dedup import ConnectedComponents, DedupDocuments, describe_lsh, rank_string
 
@@ -157,7 +157,7 @@ def test_chain_fixture_is_a_chain_for_lsh():
 
     def keys(doc):
         hv = minhash.shingle_hashes(minhash.shingles(doc.text, 5, 5, 0.5))
-        return set(minhash.band_keys(hasher.signature(hv), config.bands, config.rows))
+        return set(lsh.band_keys(hasher.signature(hv), config.bands, config.rows))
 
     k = [keys(d) for d in CHAIN]
     assert not k[0] & k[5]

@@ -10,16 +10,11 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from docfactory import PROSE, make_doc
-from mmcurate.filters import implicit, reasons
+from mmcurate.filters import llm_text, reasons
 from mmcurate.filters.mt_page import NOTICE
 from mmcurate.pipeline.config import QualityConfig
-from mmcurate.stages.quality import (
-    FastTextModelHandler,
-    FastTextModels,
-    ScoreQuality,
-    model_paths,
-    mt_languages,
-)
+from mmcurate.stages.engines.text_classifiers import model_paths, mt_languages
+from mmcurate.stages.quality import FastTextModelHandler, FastTextModels, ScoreQuality
 
 SCORES = {  # doc_id: (quality_score, mt_score, llm_score) the fake scorer gives
     "good": (0.9, 0.1, 0.1),
@@ -142,7 +137,7 @@ def test_site_aggregation_rejects_every_page_of_a_generated_site():
     config = QualityConfig(llm={"site": True, "site_max_score": 0.6, "site_min_docs": 3})
     p = TestPipeline()
     result = p | beam.Create(site + [other]) | ScoreQuality(config, scorer=SiteScorer())
-    assert_that(result.kept | "Kept" >> beam.Map(lambda d: (d.doc_id, d.signals[implicit.SITE_DOCS])), equal_to([("o", 1.0)]), label="kept")
+    assert_that(result.kept | "Kept" >> beam.Map(lambda d: (d.doc_id, d.signals[llm_text.SITE_DOCS])), equal_to([("o", 1.0)]), label="kept")
     assert_that(
         result.rejected | "Rows" >> beam.Map(lambda r: (r.doc_id, r.reason, round(r.value, 3))),
         equal_to([(f"s{i}", reasons.LLM_SITE_HIGH_SCORE, 0.7) for i in range(3)]),
@@ -261,7 +256,8 @@ def test_missing_model_fails_before_the_pipeline_runs(tmp_path):
 @pytest.mark.slow
 def test_real_sentence_embedder_loads_offline(monkeypatch):
     pytest.importorskip("sentence_transformers")
-    from mmcurate.stages.quality import SentenceEmbeddingModelHandler, default_embedding_model
+    from mmcurate.stages.engines.text_classifiers import default_embedding_model
+    from mmcurate.stages.quality import SentenceEmbeddingModelHandler
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     handler = SentenceEmbeddingModelHandler(str(default_embedding_model()), batch_size=4)

@@ -1,10 +1,13 @@
+"""The quality stage's rules: machine translation, weak-model text, rewrites, quality score."""
+
 import dataclasses
 
 import numpy as np
 import pytest
 
 from docfactory import PROSE, make_doc
-from mmcurate.filters import implicit, reasons
+from mmcurate.filters import llm_text, lsh, reasons, rewrites
+from mmcurate.filters import machine_translation as mt
 from mmcurate.filters.mt_page import NOTICE, WIDGET, page_markers
 from mmcurate.filters.quality import QUALITY_SCORE, min_quality, normalize_text
 
@@ -33,7 +36,7 @@ def test_page_markers_count_widgets_and_notices():
     ],
 )
 def test_url_language(url, language):
-    assert implicit.url_language(url) == language
+    assert mt.url_language(url) == language
 
 
 def _doc(**changes):
@@ -44,33 +47,33 @@ HREFLANG = tuple((lang, f"https://example.org/{lang}/") for lang in "en de fr es
 
 # (document, filter with thresholds, expected reason)
 CASES = [
-    (_doc(signals={NOTICE: 1.0}), lambda d: implicit.mt_notice(d, min_notices=1), reasons.MT_NOTICE),
-    (_doc(url="https://example.org/fr/page", signals={WIDGET: 2.0}), implicit.mt_widget, reasons.MT_WIDGET),
-    (_doc(hreflang=HREFLANG), lambda d: implicit.mt_hreflang_fanout(d, max_languages=8), reasons.MT_HREFLANG_FANOUT),
+    (_doc(signals={NOTICE: 1.0}), lambda d: mt.mt_notice(d, min_notices=1), reasons.MT_NOTICE),
+    (_doc(url="https://example.org/fr/page", signals={WIDGET: 2.0}), mt.mt_widget, reasons.MT_WIDGET),
+    (_doc(hreflang=HREFLANG), lambda d: mt.mt_hreflang_fanout(d, max_languages=8), reasons.MT_HREFLANG_FANOUT),
     (
         _doc(url="https://example.org/de/seite", language="en"),
-        lambda d: implicit.mt_url_language(d, reject_mismatch=True),
+        lambda d: mt.mt_url_language(d, reject_mismatch=True),
         reasons.MT_URL_LANGUAGE_MISMATCH,
     ),
     (
-        _doc(signals={implicit.MT_SCORE: 0.97}),
-        lambda d: implicit.mt_classifier(d, max_score=0.9, max_scores={}),
+        _doc(signals={mt.MT_SCORE: 0.97}),
+        lambda d: mt.mt_classifier(d, max_score=0.9, max_scores={}),
         reasons.MT_HIGH_SCORE,
     ),
     (
         _doc(nodes=(make_doc("x", "As an AI language model, I cannot browse the web.").nodes[0],)),
-        lambda d: implicit.llm_template(d, min_phrases=1),
+        lambda d: llm_text.llm_template(d, min_phrases=1),
         reasons.LLM_TEMPLATE_PHRASE,
     ),
-    (_doc(signals={implicit.LLM_SCORE: 0.95}), lambda d: implicit.llm_classifier(d, max_score=0.9), reasons.LLM_HIGH_SCORE),
+    (_doc(signals={llm_text.LLM_SCORE: 0.95}), lambda d: llm_text.llm_classifier(d, max_score=0.9), reasons.LLM_HIGH_SCORE),
     (
-        _doc(signals={implicit.SITE_SCORE: 0.8, implicit.SITE_DOCS: 6.0}),
-        lambda d: implicit.llm_site(d, max_score=0.5, min_docs=5),
+        _doc(signals={llm_text.SITE_SCORE: 0.8, llm_text.SITE_DOCS: 6.0}),
+        lambda d: llm_text.llm_site(d, max_score=0.5, min_docs=5),
         reasons.LLM_SITE_HIGH_SCORE,
     ),
     (
-        _doc(signals={implicit.REWRITE_SIMILARITY: 0.95}),
-        lambda d: implicit.rewrite_duplicate(d, threshold=0.9, survivor="a"),
+        _doc(signals={rewrites.REWRITE_SIMILARITY: 0.95}),
+        lambda d: rewrites.rewrite_duplicate(d, threshold=0.9, survivor="a"),
         reasons.REWRITE_NEAR_DUPLICATE,
     ),
     (_doc(signals={QUALITY_SCORE: 0.2}), lambda d: min_quality(d, min_score=0.5), reasons.QUALITY_LOW_SCORE),
@@ -88,7 +91,7 @@ def test_a_clean_page_passes_every_rule():
         url="https://example.org/en/page",
         language="en",
         hreflang=HREFLANG[:3],
-        signals={QUALITY_SCORE: 0.9, implicit.MT_SCORE: 0.2, implicit.LLM_SCORE: 0.1, NOTICE: 0.0, WIDGET: 0.0},
+        signals={QUALITY_SCORE: 0.9, mt.MT_SCORE: 0.2, llm_text.LLM_SCORE: 0.1, NOTICE: 0.0, WIDGET: 0.0},
     )
     for _, rule, _ in CASES[:-3] + [(None, lambda d: min_quality(d, min_score=0.5), None)]:
         assert rule(doc).keep
@@ -96,25 +99,25 @@ def test_a_clean_page_passes_every_rule():
 
 def test_mt_classifier_keeps_a_document_without_a_score_and_uses_its_language_threshold():
     # no model for the document's language: no mt_score, no evidence
-    assert implicit.mt_classifier(_doc(language="pt"), max_score=0.5, max_scores={}).keep
-    de = _doc(language="de-AT", signals={implicit.MT_SCORE: 0.8})
-    assert implicit.mt_classifier(de, max_score=0.9, max_scores={}).keep
-    verdict = implicit.mt_classifier(de, max_score=0.9, max_scores={"de": 0.7, "en": 0.99})
+    assert mt.mt_classifier(_doc(language="pt"), max_score=0.5, max_scores={}).keep
+    de = _doc(language="de-AT", signals={mt.MT_SCORE: 0.8})
+    assert mt.mt_classifier(de, max_score=0.9, max_scores={}).keep
+    verdict = mt.mt_classifier(de, max_score=0.9, max_scores={"de": 0.7, "en": 0.99})
     assert not verdict.keep and verdict.reason == reasons.MT_HIGH_SCORE
     assert (verdict.value, verdict.threshold) == (0.8, 0.7)
 
 
 def test_url_language_is_no_evidence_without_content_language():
-    verdict = implicit.mt_url_language(_doc(url="https://example.org/de/seite"), reject_mismatch=True)
-    assert verdict.keep and implicit.URL_LANGUAGE_MISMATCH not in verdict.signals
+    verdict = mt.mt_url_language(_doc(url="https://example.org/de/seite"), reject_mismatch=True)
+    assert verdict.keep and mt.URL_LANGUAGE_MISMATCH not in verdict.signals
 
 
 def test_llm_features_measure_diversity_and_repetition():
     looping = make_doc("l", "the cat sat on the mat and " * 40)
     varied = make_doc("v", PROSE)
-    f_loop, f_var = implicit.llm_text_features(looping), implicit.llm_text_features(varied)
-    assert f_loop[implicit.REPEATED_TRIGRAMS] > 0.9 and f_var[implicit.REPEATED_TRIGRAMS] == 0.0
-    assert f_loop[implicit.MATTR] < 0.2 < 0.7 < f_var[implicit.MATTR] <= 1.0
+    f_loop, f_var = llm_text.llm_text_features(looping), llm_text.llm_text_features(varied)
+    assert f_loop[llm_text.REPEATED_TRIGRAMS] > 0.9 and f_var[llm_text.REPEATED_TRIGRAMS] == 0.0
+    assert f_loop[llm_text.MATTR] < 0.2 < 0.7 < f_var[llm_text.MATTR] <= 1.0
 
 
 def test_normalize_text_is_one_line_of_tokens_with_cjk_split():
@@ -128,8 +131,8 @@ def test_lsh_buckets_and_cosine_verification():
     a /= np.linalg.norm(a)
     b = a + 0.05 * rng.standard_normal(64).astype(np.float32)
     b /= np.linalg.norm(b)
-    planes = implicit.hyperplanes(64, bands=20, rows=12, seed=0)
-    shared = set(implicit.band_keys(a, planes, 12)) & set(implicit.band_keys(b, planes, 12))
+    planes = rewrites.hyperplanes(64, bands=20, rows=12, seed=0)
+    shared = set(lsh.band_keys(rewrites.sign_bits(a, planes), 20, 12)) & set(lsh.band_keys(rewrites.sign_bits(b, planes), 20, 12))
     assert shared  # near-identical vectors meet in some band
-    matches = dict(implicit.rewrite_matches([(("2024-02", "b"), "b", b), (("2024-01", "a"), "a", a)]))
+    matches = dict(rewrites.rewrite_matches([(("2024-02", "b"), "b", b), (("2024-01", "a"), "a", a)]))
     assert list(matches) == ["b"] and matches["b"][1] == "a" and matches["b"][0] > 0.9
