@@ -50,7 +50,8 @@ from datasketch import MinHash
 from mmcurate.filters import minhash
 from mmcurate.pipeline.config import DedupConfig
 from mmcurate.schemas import Document, Provenance, TextNode
-from mmcurate.stages.dedup import DedupDocuments, describe_lsh
+from mmcurate.stages.dedup import DedupDocuments
+from mmcurate.stages.engines.dedup_fingerprints import describe_lsh
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"

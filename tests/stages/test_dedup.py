@@ -12,7 +12,9 @@ from apache_beam.testing.util import assert_that, equal_to
 from docfactory import PROSE, make_doc
 from mmcurate.filters import lsh, minhash, reasons
 from mmcurate.pipeline.config import DedupConfig
-from mmcurate.stages.dedup import ConnectedComponents, DedupDocuments, describe_lsh, rank_string
+from mmcurate.stages.connected_components import ConnectedComponents
+from mmcurate.stages.dedup import DedupDocuments
+from mmcurate.stages.engines.dedup_fingerprints import describe_lsh, rank_string
 
 OTHER = "A different article about the mountain railway, its tunnels and the villages along the line."
 THIRD = "The salt museum opens at ten; guided tours of the old evaporation pans start every hour."
