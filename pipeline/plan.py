@@ -75,7 +75,8 @@ def resolve_plan_inputs(runs: Sequence[str], index: str) -> tuple[list[str], lis
     """Absolute run directories and index patterns; PlanInputError on anything unusable."""
     from apache_beam.io.filesystems import FileSystems
 
-    from mmcurate.stages.plan_sources import BadPlanIndex, check_plan_index
+    from mmcurate.stages.engines.plan_index import BadPlanIndex
+    from mmcurate.stages.plan_inputs import check_plan_index
 
     resolved_runs = []
     for run in runs:
@@ -108,7 +109,8 @@ def plan_sources(
     from apache_beam.io.filesystems import FileSystems
     from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
-    from mmcurate.stages.plan_sources import PlanSources, summary_path
+    from mmcurate.stages.engines.source_plan import summary_path
+    from mmcurate.stages.plan_sources import PlanSources
 
     if budget <= 0:
         raise PlanInputError(f"--budget {budget}: must be a positive number of pointers")

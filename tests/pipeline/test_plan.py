@@ -16,7 +16,7 @@ from mmcurate.pipeline.cli import main
 from mmcurate.pipeline.inspect_cmd import connect
 from mmcurate.pipeline.report import render, source_yields
 from mmcurate.schemas.tables import DECISIONS, DOCUMENTS, to_table
-from mmcurate.stages.plan_sources import POINTERS_SCHEMA, summary_path
+from mmcurate.stages.engines.source_plan import POINTERS_SCHEMA, summary_path
 
 DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "warc" / "demo.warc.gz"
 
