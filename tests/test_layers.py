@@ -61,8 +61,6 @@ PACKAGE_ROOT = "mmcurate"
 ALLOWED: dict[tuple[str, str, str], str] = {
     # cli -> export -> plan -> cli (split_beam_args, _configure_logging live in cli).
     ("cycle", "mmcurate.pipeline.cli", "mmcurate.pipeline.export"): "commands",
-    # the shipped quality models are found by a path into pipeline/models.
-    ("upward", "mmcurate.stages.quality", "mmcurate.pipeline"): "corpus-steps",
     # the read stage counts pages for the live progress line; counting moves to the
     # pipeline layer (pipeline/build.py) once read.py is split.
     ("upward", "mmcurate.stages.read", "mmcurate.runners.progress"): "funnel",
