@@ -56,6 +56,28 @@ def _score_image_text(config: Config, rows, accelerator) -> beam.PTransform:
     return ScoreImageText(config.scoring, rows, accelerator=accelerator)
 
 
+def _recycle_pairs(config: Config, captured, image_rows, kept, accelerator) -> beam.PTransform:
+    """The recycle stage with the parts it uses: the images stage's retrieval and
+    pHash clustering, the scoring stage's pair check (with a CLIP checkpoint), and
+    caption redaction (safety.pii)."""
+    from mmcurate.stages.images import ClusterByPhash, ResolveImages
+    from mmcurate.stages.recycle import RecyclePairs
+    from mmcurate.stages.safety import RedactCaptionsFn
+    from mmcurate.stages.scoring.pair_scores import ScorePairs
+
+    return RecyclePairs(
+        config.recycle,
+        retrieve=ResolveImages(config.images),
+        near_duplicates=ClusterByPhash(config.images.phash_max_distance),
+        score=ScorePairs(config.scoring, accelerator=accelerator) if config.scoring.clip_on else None,
+        redact_captions=beam.ParDo(RedactCaptionsFn(config.safety.pii)) if config.safety.pii.enabled else None,
+        language_model_path=config.heuristics.language.model_path,
+        captured=captured,
+        image_rows=image_rows,
+        kept=kept,
+    )
+
+
 # Filtering stages in funnel order, each a PTransform from documents to a
 # StageResult, built from its own config section only.
 _FILTER_STAGES = {
@@ -239,22 +261,10 @@ def build_phase(
     images = image_rows | "AllImageRows" >> beam.Flatten()
     pair_rows = pipeline | "NoPairRows" >> beam.Create([])
     if recycle:
-        from mmcurate.stages.recycle import RecyclePairs
-
         if captured is None:
             captured = pipeline | "NoCaptured" >> beam.Create([])
         # Every decision is known here; recycling reads them and changes no page's fate.
-        recycled = all_decisions | "Recycle" >> RecyclePairs(
-            config.recycle,
-            config.images,
-            config.scoring,
-            language_model_path=config.heuristics.language.model_path,
-            captured=captured,
-            image_rows=images,
-            kept=docs,
-            accelerator=scoring_accelerator(pipeline),
-            pii=config.safety.pii,
-        )
+        recycled = all_decisions | "Recycle" >> _recycle_pairs(config, captured, images, docs, scoring_accelerator(pipeline))
         pair_rows = recycled.pairs
         all_decisions = (
             all_decisions | "CompactDecisions" >> beam.Map(_without_document),

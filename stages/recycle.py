@@ -14,17 +14,17 @@ Cheapest checks first:
 3. Images: a URL the images stage already handled is taken from its rows (the
    images table), bytes and verdict alike: an image retrieved for a document that
    a later stage rejected is reused, and no URL is fetched twice. The other URLs
-   go through the images stage's own retrieval and validation
-   (``ResolveImages``: WARC captures first, matched by SURT capture key; HTTP
-   when ``images.http``), so the same rules and limits apply.
-4. Image dedup as for documents: exact (sha256) and pHash near-duplicates within
-   ``images.phash_max_distance`` (band keys, ``stages.images.ClusterByPhash``); one
-   pair per distinct image, the best caption source winning.
-5. With a CLIP checkpoint (``scoring.checkpoint``), each pair's similarity by the
-   same ``ClipModelHandler``; pairs below ``scoring.pair_min_similarity`` are
-   dropped (``clip.pair_low_similarity``).
+   go through the images stage's own retrieval and validation (``retrieve``, the
+   one retrieval transform: WARC captures first, matched by SURT capture key;
+   HTTP when ``images.http``), so the same rules and limits apply.
+4. Image dedup as for documents: exact (sha256) and pHash near-duplicates
+   (``near_duplicates``, the images stage's clustering); one pair per distinct
+   image, the best caption source winning.
+5. With a CLIP model, the scoring stage's pair check (``score``: similarity by the
+   same ``ClipModelHandler``, the NSFW check, pairs below
+   ``scoring.pair_min_similarity`` dropped as ``clip.pair_low_similarity``).
 
-Outputs: rows of the pairs table (``schemas.tables.PAIRS``) and pair decision rows.
+Outputs: rows of the pairs table (``schemas.rows.PairRow``) and pair decision rows.
 Counters (namespace ``recycle``): ``documents`` (source documents read),
 ``candidates`` (images considered), ``pairs`` (written),
 ``pair.rejected.<reason>``, ``caption.source.<source>``.
@@ -32,33 +32,28 @@ Counters (namespace ``recycle``): ``documents`` (source documents read),
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from typing import Any, Iterable, NamedTuple, Optional
 
 import apache_beam as beam
-from apache_beam.ml.inference.base import RunInference
 
 from mmcurate.filters import reasons
-from mmcurate.filters.clip import pair_verdict
 from mmcurate.filters.language import load_language_model
-from mmcurate.filters.nsfw import image_verdict as nsfw_image_verdict
-from mmcurate.stages.config import ImagesConfig, PiiConfig, RecycleConfig, ScoringConfig
+from mmcurate.schemas import Decision
+from mmcurate.schemas.rows import STATUS_OK, PairRow
+from mmcurate.stages.config import RecycleConfig
 from mmcurate.stages.engines.recycled_pairs import (
     STAGE,
     Pair,
     caption_rules,
     document_candidates,
     pair_decision,
-    pair_to_row,
+    pair_row,
     recyclable,
+    with_image,
 )
-from mmcurate.stages.images import ClusterByPhash, ResolveImages
-from mmcurate.stages.imaging import STATUS_OK, ImageResult
 from mmcurate.stages.results import StageCounters
-from mmcurate.stages.safety import RedactCaptionsFn
-from mmcurate.stages.scoring.images_table import image_payload
-from mmcurate.stages.scoring.model_handler import PAIR, ClipModelHandler
+from mmcurate.stages.scoring.images_table import image_payload, image_row
 
 log = logging.getLogger(__name__)
 
@@ -107,9 +102,12 @@ class _CountingFn(beam.DoFn):
     def setup(self) -> None:
         self._counters = StageCounters(STAGE)
 
-    def _reject(self, pair: Pair, reason: str, value=None, threshold=None, detail: str = ""):
+    def _decision(self, pair: Pair, reason: str, value=None, threshold=None, detail: str = "") -> Decision:
         self._counters.inc(f"pair.rejected.{reason}")
-        return beam.pvalue.TaggedOutput(DECISIONS, pair_decision(pair, reason, value, threshold, detail))
+        return pair_decision(pair, reason, value, threshold, detail)
+
+    def _reject(self, pair: Pair, reason: str, value=None, threshold=None, detail: str = ""):
+        return beam.pvalue.TaggedOutput(DECISIONS, self._decision(pair, reason, value, threshold, detail))
 
 
 class BestPerKeyFn(_CountingFn):
@@ -124,44 +122,29 @@ class BestPerKeyFn(_CountingFn):
             yield self._reject(other, reasons.PAIR_DUPLICATE_IMAGE, detail=f"same image as {pairs[0].doc_id} ({key[:64]})")
 
 
-def _with_image(pair: Pair, result: Any) -> Pair:
-    return dataclasses.replace(
-        pair,
-        image_id=result.image_id,
-        width=result.width,
-        height=result.height,
-        format=result.format,
-        phash=result.phash,
-        data=result.data,
-    )
-
-
 class ReuseImagesFn(_CountingFn):
     """A URL's pair joined with the images stage's row for it: reused (bytes and
     verdict), or sent on to retrieval (``need``) when the images stage never saw it."""
 
     def process(self, element: tuple[str, dict]) -> Iterable:
         url, joined = element
-        rows = list(joined["row"])
+        rows = [image_row(r) for r in joined["row"]]
         for pair in joined["pair"]:
             if not rows:
                 yield beam.pvalue.TaggedOutput(NEED, (url, pair))
                 continue
-            ok = [r for r in rows if r.get("status") == STATUS_OK and r.get("image_id")]
-            if not ok:
+            retrieved = [r for r in rows if r.retrieved]
+            if not retrieved:
                 row = rows[0]
-                yield self._reject(pair, reasons.PAIR_IMAGE_NOT_RETRIEVED, detail=f"images: {row.get('reason') or row.get('status')}")
+                yield self._reject(pair, reasons.PAIR_IMAGE_NOT_RETRIEVED, detail=f"images: {row.reason or row.status}")
                 continue
-            row = ok[0]
+            row = retrieved[0]
             data = image_payload(row)
             if data is None:
                 yield self._reject(pair, reasons.PAIR_IMAGE_NOT_RETRIEVED, detail="images: no bytes stored")
                 continue
             self._counters.inc("images.reused")
-            yield dataclasses.replace(
-                pair, image_id=row["image_id"], width=row["width"], height=row["height"],
-                format=row.get("format") or "", phash=row.get("phash"), data=data,
-            )
+            yield with_image(pair, row, data)
 
 
 class AttachResultsFn(_CountingFn):
@@ -171,50 +154,35 @@ class AttachResultsFn(_CountingFn):
         _, joined = element
         results = list(joined["result"])
         for pair in joined["pair"]:
-            result: Optional[ImageResult] = results[0] if results else None
+            result = results[0] if results else None
             if result is None or result.status != STATUS_OK:
                 why = result.reason if result is not None else "no result"
                 yield self._reject(pair, reasons.PAIR_IMAGE_NOT_RETRIEVED, detail=f"retrieval: {why}")
                 continue
-            yield _with_image(pair, result)
+            yield with_image(pair, result, result.data)
 
 
-class ScorePairsFn(_CountingFn):
-    """CLIP results -> pairs at or above the pair threshold."""
+class RefusedPairsFn(_CountingFn):
+    """``(pair, Verdict)`` refused by the pair scorer -> pair decision rows."""
 
-    def __init__(self, min_similarity: float, nsfw_threshold: Optional[float] = None):
-        self._min = min_similarity
-        self._nsfw = nsfw_threshold
-
-    def process(self, element: tuple) -> Iterable:
-        _, pair, similarity, error, unsafe = element
-        if similarity is None:
-            yield self._reject(pair, reasons.PAIR_IMAGE_NOT_RETRIEVED, detail=f"scoring: {error}")
-            return
-        if unsafe is not None and self._nsfw is not None:  # scoring.nsfw, as for documents' images
-            verdict = nsfw_image_verdict(unsafe, threshold=self._nsfw)
-            if not verdict.keep:
-                yield self._reject(pair, verdict.reason, verdict.value, verdict.threshold)
-                return
-        pair = dataclasses.replace(pair, similarity=similarity)
-        verdict = pair_verdict(similarity, min_similarity=self._min)
-        if verdict.keep:
-            yield pair
-        else:
-            yield self._reject(pair, verdict.reason, verdict.value, verdict.threshold)
+    def process(self, element: tuple[Pair, Any]) -> Iterable[Decision]:
+        pair, verdict = element
+        yield self._decision(pair, verdict.reason, verdict.value, verdict.threshold, verdict.detail)
 
 
-class _WriteRowFn(beam.DoFn):
+class PairRowsFn(beam.DoFn):
+    """Pairs -> rows of the pairs table, counted."""
+
     def __init__(self, store_bytes: bool):
         self._store_bytes = store_bytes
 
     def setup(self) -> None:
         self._counters = StageCounters(STAGE)
 
-    def process(self, pair: Pair) -> Iterable[dict]:
+    def process(self, pair: Pair) -> Iterable[PairRow]:
         self._counters.inc("pairs")
         self._counters.inc(f"caption.source.{pair.caption_source}")
-        yield pair_to_row(pair, self._store_bytes)
+        yield pair_row(pair, self._store_bytes)
 
 
 def _by_cluster(element: tuple[str, dict]) -> Iterable[tuple[str, Pair]]:
@@ -225,50 +193,55 @@ def _by_cluster(element: tuple[str, dict]) -> Iterable[tuple[str, Pair]]:
 
 
 class RecycleResult(NamedTuple):
-    pairs: beam.PCollection  # dict rows of the pairs table
+    pairs: beam.PCollection  # PairRow rows of the pairs table
     decisions: beam.PCollection  # Decision rows, subject "pair"
 
 
 class RecyclePairs(beam.PTransform):
-    """The `recycle` stage: ``decisions | RecyclePairs(...)`` -> ``RecycleResult``.
+    """The `recycle` stage: ``decisions | RecyclePairs(config.recycle, ...)`` ->
+    ``RecycleResult``. It takes its own section and the parts the pipeline built:
+
+    - ``retrieve``: the one image retrieval transform (the images stage's,
+      ``(wants, captured) -> ImageResult``), for URLs the images stage never saw;
+    - ``near_duplicates``: ``(image_id, phash) -> (image_id, representative)``, the
+      images stage's pHash clustering;
+    - ``score``: the scoring stage's pair check (``stages.scoring.pair_scores.ScorePairs``),
+      or None when no CLIP model runs;
+    - ``redact_captions``: replaces personal data in the captions of the pairs written,
+      after every pair rule has decided (``safety.pii``), or None;
+    - ``language_model_path``: the fastText language model of the caption rules.
 
     ``decisions`` are all page decisions of the run; ``captured`` the read stage's
-    image payloads; ``image_rows`` the images stage's rows (reused by URL);
-    ``kept`` the kept documents (used with ``recycle.from_kept``). ``loader``
-    replaces the CLIP loader (tests); CLIP runs when ``scoring.checkpoint`` is set
-    or a loader is given. With ``pii`` (``safety.pii``), personal data in the
-    captions of the pairs written is replaced, after every pair rule has decided."""
+    image payloads; ``image_rows`` the images table's rows (reused by URL); ``kept``
+    the kept documents (used with ``recycle.from_kept``)."""
 
     def __init__(
         self,
         config: RecycleConfig,
-        images: ImagesConfig,
-        scoring: Optional[ScoringConfig] = None,
         *,
+        retrieve: beam.PTransform,
+        near_duplicates: beam.PTransform,
+        score: Optional[beam.PTransform] = None,
+        redact_captions: Optional[beam.PTransform] = None,
         language_model_path: str = "",
         captured: Optional[beam.PCollection] = None,
         image_rows: Optional[beam.PCollection] = None,
         kept: Optional[beam.PCollection] = None,
-        loader: Any = None,
-        accelerator: Optional[str] = None,
-        pii: Optional[PiiConfig] = None,
         label: Optional[str] = None,
     ):
         super().__init__(label)
-        self._pii = pii
         self._config = config
-        self._images = images
-        self._scoring = scoring or ScoringConfig()
+        self._retrieve = retrieve
+        self._near_duplicates = near_duplicates
+        self._score = score
+        self._redact = redact_captions
         self._model_path = language_model_path
         self._captured = captured
         self._rows = image_rows
         self._kept = kept
-        self._loader = loader
-        hint = self._scoring.accelerator if accelerator is None else accelerator
-        self._accelerator = hint if self._scoring.device == "cuda" else ""
 
     def expand(self, decisions: beam.PCollection) -> RecycleResult:
-        config, images = self._config, self._images
+        config = self._config
         p = decisions.pipeline
         empty = lambda label: p | label >> beam.Create([])  # noqa: E731
         captured = self._captured if self._captured is not None else empty("NoCaptured")
@@ -293,7 +266,7 @@ class RecyclePairs(beam.PTransform):
             | "OnePerUrl" >> beam.ParDo(BestPerKeyFn()).with_outputs(DECISIONS, main="pairs")
         )
         rejected.append(per_url[DECISIONS])
-        rows_by_url = rows | "RowsByUrl" >> beam.FlatMap(lambda r: [(u, r) for u in (r.get("urls") or [])])
+        rows_by_url = rows | "RowsByUrl" >> beam.FlatMap(lambda r: [(u, r) for u in image_row(r).urls])
         reused = (
             {"pair": per_url["pairs"] | "PairByUrl" >> beam.Map(lambda pair: (pair.url, pair)), "row": rows_by_url}
             | "JoinImageRows" >> beam.CoGroupByKey()
@@ -302,7 +275,7 @@ class RecyclePairs(beam.PTransform):
         rejected.append(reused[DECISIONS])
         # URLs the images stage never saw: its own retrieval and validation.
         need = reused[NEED]
-        results = (need | "Wanted" >> beam.Map(lambda e: (e[0], ())), captured) | "Resolve" >> ResolveImages(images)
+        results = (need | "Wanted" >> beam.Map(lambda e: (e[0], ())), captured) | "Resolve" >> self._retrieve
         attached = (
             {"pair": need, "result": results | "ResultByUrl" >> beam.Map(lambda r: (r.url, r))}
             | "JoinResults" >> beam.CoGroupByKey()
@@ -316,7 +289,7 @@ class RecyclePairs(beam.PTransform):
             | "HashById" >> beam.Map(lambda pair: (pair.image_id, pair.phash))
             | "DistinctHashes" >> beam.Distinct()
         )
-        reps = hashes | "NearDuplicates" >> ClusterByPhash(images.phash_max_distance)
+        reps = hashes | "NearDuplicates" >> self._near_duplicates
         distinct = (
             {"pair": with_images | "PairById" >> beam.Map(lambda pair: (pair.image_id, pair)), "rep": reps}
             | "JoinClusters" >> beam.CoGroupByKey()
@@ -326,24 +299,11 @@ class RecyclePairs(beam.PTransform):
         )
         rejected.append(distinct[DECISIONS])
         pairs = distinct["pairs"]
-        if self._scoring.clip_on or self._loader is not None:
-            nsfw = self._scoring.nsfw
-            inference = RunInference(ClipModelHandler(self._scoring, self._loader))
-            if self._accelerator:
-                inference = inference.with_resource_hints(accelerator=self._accelerator)
-            scored = (
-                pairs
-                | "TagPairs" >> beam.Map(lambda pair: (PAIR, pair))
-                | "Spread" >> beam.Reshuffle()
-                | "Clip" >> inference
-                | "Threshold"
-                >> beam.ParDo(
-                    ScorePairsFn(self._scoring.pair_min_similarity, nsfw.threshold if nsfw.enabled else None)
-                ).with_outputs(DECISIONS, main="pairs")
-            )
-            rejected.append(scored[DECISIONS])
-            pairs = scored["pairs"]
-        if self._pii is not None and self._pii.enabled:  # safety.pii: captions are written text too
-            pairs = pairs | "RedactCaptions" >> beam.ParDo(RedactCaptionsFn(self._pii))
-        rows_out = pairs | "PairRows" >> beam.ParDo(_WriteRowFn(config.store_bytes))
+        if self._score is not None:
+            scored = pairs | "Clip" >> self._score
+            rejected.append(scored.rejected | "RefusedPairs" >> beam.ParDo(RefusedPairsFn()))
+            pairs = scored.kept
+        if self._redact is not None:  # safety.pii: captions are written text too
+            pairs = pairs | "RedactCaptions" >> self._redact
+        rows_out = pairs | "PairRows" >> beam.ParDo(PairRowsFn(config.store_bytes))
         return RecycleResult(rows_out, rejected | "PairDecisions" >> beam.Flatten())

@@ -1,17 +1,19 @@
 """Recycled image-text pairs, Beam-free: the ``Pair`` record, the caption rules of
 ``recycle`` applied to one document (``document_candidates``), which decisions
-are recyclable, and a pair's decision row and pairs-table row. The recycle stage
+are recyclable, and a pair's decision row and pairs-table row (``PairRow``). The recycle stage
 (``stages.recycle``) runs these in its DoFns.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional
 
 from mmcurate.filters import captions
 from mmcurate.schemas import KIND_REJECTED, Decision, Document, ImageNode, Provenance
 from mmcurate.schemas.document import SUBJECT_PAGE
+from mmcurate.schemas.rows import PairRow
 from mmcurate.stages.config import RecycleConfig
 from mmcurate.filters.url_forms import canonical_url
 
@@ -113,27 +115,36 @@ def recyclable(decision: Decision) -> bool:
     return decision.subject == SUBJECT_PAGE and decision.kind == KIND_REJECTED and decision.document is not None
 
 
-def pair_to_row(pair: Pair, store_bytes: bool) -> dict[str, Any]:
-    prov = pair.provenance
-    return {
-        "url": pair.url,
-        "caption": pair.caption,
-        "caption_source": pair.caption_source,
-        "similarity": pair.similarity,
-        "width": pair.width,
-        "height": pair.height,
-        "format": pair.format,
-        "sha256": pair.image_id,
-        "image_id": pair.image_id,
-        "bytes": pair.data if store_bytes else None,
-        "doc_id": pair.doc_id,
-        "doc_url": pair.doc_url,
-        "source_kept": pair.source_kept,
-        "source_stage": pair.source_stage,
-        "rejection_reason": pair.rejection_reason,
-        "warc_file": prov.warc_file,
-        "warc_record_id": prov.record_id,
-        "warc_date": prov.date,
-        "warc_offset": prov.offset,
-        "warc_length": prov.length,
-    }
+def with_image(pair: Pair, image: Any, data: bytes) -> Pair:
+    """``pair`` with the image found for its URL: an images-table row
+    (``ImageRow``) or a retrieval result (``ImageResult``), and its bytes."""
+    return dataclasses.replace(
+        pair,
+        image_id=image.image_id,
+        width=image.width,
+        height=image.height,
+        format=image.format or "",
+        phash=image.phash,
+        data=data,
+    )
+
+
+def pair_row(pair: Pair, store_bytes: bool) -> PairRow:
+    """The pairs-table row of a pair that passed every rule (bytes with ``recycle.store_bytes``)."""
+    return PairRow(
+        url=pair.url,
+        caption=pair.caption,
+        caption_source=pair.caption_source,
+        doc_id=pair.doc_id,
+        doc_url=pair.doc_url,
+        provenance=pair.provenance,
+        similarity=pair.similarity,
+        width=pair.width,
+        height=pair.height,
+        format=pair.format,
+        image_id=pair.image_id,
+        bytes=pair.data if store_bytes else None,
+        source_kept=pair.source_kept,
+        source_stage=pair.source_stage,
+        rejection_reason=pair.rejection_reason,
+    )

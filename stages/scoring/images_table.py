@@ -1,27 +1,40 @@
-"""Reading the images table's rows, which hold the bytes of every retrieved image
-(keyed by image_id, the sha256): the scoring stage, its judge and the recycle
-stage join documents' images with them."""
+"""Reading the images table's rows (``schemas.rows.ImageRow``), which hold the
+bytes of every retrieved image, keyed by image_id (the sha256): the scoring
+stage, its judge and the recycle stage join documents' images with them."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from typing import Any, Optional
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
+from mmcurate.schemas.arrow_rows import from_arrow_row
+from mmcurate.schemas.rows import ImageRow
+from mmcurate.schemas.tables import IMAGES
 
-def image_payload(row: Mapping[str, Any]) -> Optional[bytes]:
-    """The bytes of an images-table row: in the row, or at its path (images.store=path)."""
-    if row.get("bytes") is not None:
-        return row["bytes"]
-    if row.get("path"):
-        with FileSystems.open(row["path"]) as fh:
+
+def image_row(row: Any) -> ImageRow:
+    """``row`` as an ``ImageRow``: the images stage's rows are typed; a dict row
+    (every column of the images table, e.g. read back from Parquet) is converted."""
+    return row if isinstance(row, ImageRow) else from_arrow_row(IMAGES, row)
+
+
+def image_payload(row: ImageRow) -> Optional[bytes]:
+    """The bytes of an image row: in the row, or at its path (images.store=path)."""
+    if row.bytes is not None:
+        return row.bytes
+    if row.path:
+        with FileSystems.open(row.path) as fh:
             return fh.read()
     return None
 
 
-def ok_rows_by_id(rows: beam.PCollection, label: str = "OkRowsById") -> beam.PCollection:
-    """(image_id, row) for images-table rows of retrieved images."""
-    return rows | label >> beam.FlatMap(
-        lambda r: [(r["image_id"], r)] if r.get("image_id") and r.get("status") == "ok" else []
-    )
+def _retrieved(row: Any) -> list[tuple[str, ImageRow]]:
+    row = image_row(row)
+    return [(row.image_id, row)] if row.retrieved else []
+
+
+def retrieved_rows_by_id(rows: beam.PCollection, label: str = "OkRowsById") -> beam.PCollection:
+    """(image_id, row) for the rows of retrieved images (``ImageRow.retrieved``)."""
+    return rows | label >> beam.FlatMap(_retrieved)

@@ -39,7 +39,7 @@ from mmcurate.stages.engines.judge_client import JudgeClient
 from mmcurate.stages.engines.judge_prompt import build_messages, cache_key, data_url, document_hash, load_prompt, parse_answer
 from mmcurate.stages.results import ERRORS, KEPT, REJECTED, StageCounters, StageResult, error_decision, rejection_decision
 from mmcurate.stages.scoring import STAGE
-from mmcurate.stages.scoring.images_table import image_payload, ok_rows_by_id
+from mmcurate.stages.scoring.images_table import image_payload, retrieved_rows_by_id
 
 log = logging.getLogger(__name__)
 
@@ -174,7 +174,7 @@ class JudgeDocuments(beam.PTransform):
         rows = self._rows if self._rows is not None else docs.pipeline | "NoImageRows" >> beam.Create([])
         refs = docs | "FirstImages" >> beam.FlatMap(lambda d: [(i, d.doc_id) for i in _first_images(d, config.max_images)])
         thumbnails = (
-            {"refs": refs, "row": ok_rows_by_id(rows, "JudgeRowsById")}
+            {"refs": refs, "row": retrieved_rows_by_id(rows, "JudgeRowsById")}
             | "JoinImages" >> beam.CoGroupByKey()
             | "Thumbnails" >> beam.ParDo(_ThumbnailFn(config.image_max_side))
         )

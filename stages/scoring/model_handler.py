@@ -6,15 +6,15 @@ documents' images and texts (stage scoring) and recycled pairs (stage recycle).
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.ml.inference.base import ModelHandler
+from apache_beam.ml.inference.base import ModelHandler, RunInference
 
 from mmcurate.stages.config import ScoringConfig
-from mmcurate.stages.engines.clip_encoder import ClipEncoder, load_clip
-from mmcurate.stages.engines.nsfw_scorer import NsfwClipEncoder, nsfw_scores
+from mmcurate.stages.engines.clip_encoder import ClipEncoder, check_checkpoint, load_clip
+from mmcurate.stages.engines.nsfw_scorer import NsfwClipEncoder, check_nsfw, nsfw_scores
 
 # Tags of the model transform's elements.
 IMAGE = "image"
@@ -83,3 +83,26 @@ class ClipModelHandler(ModelHandler):
 
     def batch_elements_kwargs(self) -> Mapping[str, Any]:
         return {"min_batch_size": 1, "max_batch_size": self._config.batch_size}
+
+
+def check_model_files(config: ScoringConfig, loader: Any = None) -> None:
+    """Fail at pipeline construction, naming the key, on a missing or wrong
+    checkpoint (unless ``loader`` replaces it) or NSFW prompt set or head."""
+    if config.clip_on and loader is None:
+        check_checkpoint(config, FileSystems)
+    if config.clip_on or loader is not None:
+        check_nsfw(config.nsfw, FileSystems)
+
+
+def accelerator_hint(config: ScoringConfig, accelerator: Optional[str] = None) -> str:
+    """The accelerator resource hint of the model transforms: ``accelerator`` (the
+    --scoring_accelerator flag) when given, else ``scoring.accelerator``; "" on CPU."""
+    hint = config.accelerator if accelerator is None else accelerator
+    return hint if config.device == "cuda" else ""
+
+
+def clip_inference(config: ScoringConfig, loader: Any = None, accelerator: str = "") -> RunInference:
+    """``RunInference`` with ``ClipModelHandler``, carrying the accelerator hint when
+    one is given: the only transforms of a run that ask for a GPU."""
+    inference = RunInference(ClipModelHandler(config, loader))
+    return inference.with_resource_hints(accelerator=accelerator) if accelerator else inference

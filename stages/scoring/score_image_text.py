@@ -40,21 +40,17 @@ from typing import Any, Iterable, Optional
 
 import apache_beam as beam
 import numpy as np
-from apache_beam.io.filesystems import FileSystems
-from apache_beam.ml.inference.base import RunInference
 
 from mmcurate.filters import clip as rules
 from mmcurate.filters import nsfw as nsfw_rules
 from mmcurate.schemas import KIND_ERROR, KIND_REJECTED, SUBJECT_IMAGE, Decision, Document, ImageNode, Provenance
 from mmcurate.stages.config import ScoringConfig
-from mmcurate.stages.engines.clip_encoder import check_checkpoint
 from mmcurate.stages.engines.image_text_scores import score_document, scoring_texts
-from mmcurate.stages.engines.nsfw_scorer import check_nsfw
 from mmcurate.stages.results import ERRORS, KEPT, REJECTED, StageCounters, StageResult, error_decision, rejection_decision
 from mmcurate.stages.scoring import STAGE
-from mmcurate.stages.scoring.images_table import image_payload, ok_rows_by_id
+from mmcurate.stages.scoring.images_table import image_payload, retrieved_rows_by_id
 from mmcurate.stages.scoring.judge import JudgeDocuments
-from mmcurate.stages.scoring.model_handler import IMAGE, TEXTS, ClipModelHandler
+from mmcurate.stages.scoring.model_handler import IMAGE, TEXTS, accelerator_hint, check_model_files, clip_inference
 
 log = logging.getLogger(__name__)
 
@@ -191,14 +187,10 @@ class ScoreImageText(beam.PTransform):
         super().__init__(label)
         self._config = config
         self._rows = image_rows
-        if config.clip_on and loader is None:
-            check_checkpoint(config, FileSystems)  # fail at construction, naming the key
-        if config.clip_on or loader is not None:
-            check_nsfw(config.nsfw, FileSystems)
-        self._handler = ClipModelHandler(config, loader)
+        check_model_files(config, loader)  # fail at construction, naming the key
+        self._loader = loader
         self._clip = config.clip_on or loader is not None
-        hint = config.accelerator if accelerator is None else accelerator
-        self._accelerator = hint if config.device == "cuda" else ""
+        self._accelerator = accelerator_hint(config, accelerator)
         self._judge_client = judge_client
 
     @property
@@ -208,10 +200,7 @@ class ScoreImageText(beam.PTransform):
 
     def model_transform(self) -> beam.PTransform:
         """``RunInference`` over both towers, with the accelerator hint when on cuda."""
-        inference = RunInference(self._handler)
-        if self._accelerator:
-            inference = inference.with_resource_hints(accelerator=self._accelerator)
-        return inference
+        return clip_inference(self._config, self._loader, self._accelerator)
 
     def expand(self, docs: beam.PCollection) -> StageResult:
         config = self._config
@@ -226,7 +215,7 @@ class ScoreImageText(beam.PTransform):
                 | "Want" >> beam.Map(lambda i: (i, None))
             )
             image_inputs = (
-                {"want": wanted, "row": ok_rows_by_id(rows)}
+                {"want": wanted, "row": retrieved_rows_by_id(rows)}
                 | "JoinBytes" >> beam.CoGroupByKey()
                 | "Payloads" >> beam.FlatMap(_payloads)
                 | "TagImages" >> beam.Map(lambda e: (IMAGE, e[0], e[1]))

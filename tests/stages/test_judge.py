@@ -22,6 +22,7 @@ from imagegen import jpeg
 from mmcurate.filters import reasons
 from mmcurate.pipeline.config import JudgeConfig, ScoringConfig
 from mmcurate.schemas import Document, ImageNode, Provenance, TextNode
+from mmcurate.schemas.rows import STATUS_OK, ImageRow
 from mmcurate.stages.engines.judge_prompt import JudgeAnswerError, load_prompt, parse_answer
 from mmcurate.stages.scoring.score_image_text import ScoreImageText
 
@@ -98,7 +99,7 @@ DOCS = [
     doc("rate", "RATE limited page. score=4"),
     doc("slow", "SLOW page. score=3"),
 ]
-ROWS = [{"image_id": PICTURE_ID, "status": "ok", "bytes": PICTURE}]
+ROWS = [ImageRow(PICTURE_ID, ("https://img.example/p.jpg",), STATUS_OK, bytes=PICTURE)]
 
 
 def run(config: ScoringConfig):

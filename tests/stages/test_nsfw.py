@@ -18,11 +18,12 @@ from PIL import Image
 from mmcurate.filters import nsfw, reasons
 from mmcurate.pipeline.config import ScoringConfig
 from mmcurate.schemas import Document, ImageNode, Provenance, TextNode
+from mmcurate.schemas.rows import STATUS_OK, ImageRow
 from mmcurate.stages.engines.clip_encoder import load_clip
 from mmcurate.stages.engines.nsfw_scorer import NsfwClipEncoder, load_head, load_prompts
 from mmcurate.stages.engines.recycled_pairs import Pair
-from mmcurate.stages.recycle import ScorePairsFn
 from mmcurate.stages.scoring.model_handler import IMAGE, PAIR, ClipModelHandler
+from mmcurate.stages.scoring.pair_scores import ThresholdPairsFn
 from mmcurate.stages.scoring.score_image_text import ScoreImageText
 from tinyclip import ColourEncoder, save_tiny_clip
 
@@ -56,7 +57,7 @@ def doc(doc_id: str, *colours: str) -> Document:
 
 
 def rows():
-    return [{"image_id": IDS[c], "status": "ok", "bytes": data, "path": None} for c, data in PAYLOADS.items()]
+    return [ImageRow(IDS[c], (f"https://img.example/{c}.png",), STATUS_OK, bytes=data) for c, data in PAYLOADS.items()]
 
 
 # -- scorers --------------------------------------------------------------------------
@@ -168,13 +169,12 @@ def test_nsfw_off_scores_nothing(prompts):
 
 def test_recycled_pairs_get_the_same_check():
     pair = Pair(url="https://img.example/red.png", caption="a red square", caption_source="alt", doc_id="d", doc_url="u", provenance=Provenance("t"))
-    fn = ScorePairsFn(0.1, nsfw_threshold=0.5)
-    fn.setup()
+    fn = ThresholdPairsFn(0.1, nsfw_threshold=0.5)
     out = list(fn.process((PAIR, pair, 0.9, "", 0.97)))
-    assert [(o.value.reason, o.value.subject, o.value.value) for o in out] == [(reasons.IMAGE_NSFW, "pair", pytest.approx(0.97))]
+    assert [(o.value[0], o.value[1].reason, o.value[1].value) for o in out] == [(pair, reasons.IMAGE_NSFW, pytest.approx(0.97))]
     kept = list(fn.process((PAIR, pair, 0.9, "", 0.02)))
     assert [k.similarity for k in kept] == [0.9]
-    assert [k.similarity for k in ScorePairsFn(0.1).process((PAIR, pair, 0.9, "", 0.97))] == [0.9]  # nsfw off
+    assert [k.similarity for k in ThresholdPairsFn(0.1).process((PAIR, pair, 0.9, "", 0.97))] == [0.9]  # nsfw off
 
 
 # -- the real loading path -----------------------------------------------------------

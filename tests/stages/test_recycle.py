@@ -23,8 +23,12 @@ from mmcurate.filters import reasons
 from mmcurate.pipeline.config import ImagesConfig, RecycleConfig, ScoringConfig, load_config
 from mmcurate.pipeline.run import run_curation
 from mmcurate.schemas import KIND_ERROR, KIND_REJECTED, CapturedImage, Decision, Document, ImageNode, Provenance, TextNode
-from mmcurate.schemas.tables import PAIRS, PAIRS_SCHEMA, to_table
+from mmcurate.schemas.arrow_rows import records_to_table
+from mmcurate.schemas.rows import STATUS_OK, ImageRow
+from mmcurate.schemas.tables import PAIRS, PAIRS_SCHEMA
+from mmcurate.stages.images import ClusterByPhash, ResolveImages
 from mmcurate.stages.recycle import RecyclePairs
+from mmcurate.stages.scoring.pair_scores import ScorePairs
 from tinyclip import ColourEncoder
 
 BOOKS = Path(__file__).resolve().parents[1] / "fixtures" / "warc" / "books.toscrape.warc"
@@ -69,8 +73,8 @@ CAPTURED = [
 ]
 # What the images stage wrote for a URL it retrieved (nothing captured for it here).
 IMAGE_ROWS = [
-    {"image_id": hashlib.sha256(REUSED).hexdigest(), "urls": [url("reused")], "status": "ok", "bytes": REUSED,
-     "path": None, "width": 320, "height": 240, "format": "PNG", "phash": "8000000000000000"},
+    ImageRow(hashlib.sha256(REUSED).hexdigest(), (url("reused"),), STATUS_OK, bytes=REUSED, width=320, height=240,
+             format="PNG", phash="8000000000000000"),
 ]
 
 
@@ -101,20 +105,21 @@ KEPT = [doc("k1", TEXT, ImageNode(url("magenta"), alt="red and blue"))]
 def test_recycle_scenario():
     config = RecycleConfig(caption_sources=("alt", "figcaption", "title"), from_kept=True, store_bytes=True)
     p = TestPipeline()
+    images = ImagesConfig()
     result = p | "Decisions" >> beam.Create(DECISIONS) | RecyclePairs(
         config,
-        ImagesConfig(),
-        ScoringConfig(pair_min_similarity=0.28),
+        retrieve=ResolveImages(images),
+        near_duplicates=ClusterByPhash(images.phash_max_distance),
+        score=ScorePairs(ScoringConfig(pair_min_similarity=0.28), loader=fake_loader),
         captured=p | "Captured" >> beam.Create(CAPTURED),
         image_rows=p | "Rows" >> beam.Create(IMAGE_ROWS),
         kept=p | "Kept" >> beam.Create(KEPT),
-        loader=fake_loader,
     )
     assert_that(
         result.pairs
         | "Pairs" >> beam.Map(
-            lambda r: (r["doc_id"], r["url"].rsplit("/", 1)[1], r["caption"], r["caption_source"], round(r["similarity"], 3),
-                       r["source_kept"], r["source_stage"], r["rejection_reason"], r["sha256"] == hashlib.sha256(r["bytes"]).hexdigest())
+            lambda r: (r.doc_id, r.url.rsplit("/", 1)[1], r.caption, r.caption_source, round(r.similarity, 3),
+                       r.source_kept, r.source_stage, r.rejection_reason, r.image_id == hashlib.sha256(r.bytes).hexdigest())
         ),
         equal_to(
             [
@@ -141,7 +146,7 @@ def test_recycle_scenario():
         ),
         label="decisions",
     )
-    assert_that(result.pairs | "Table" >> beam.combiners.ToList() | beam.Map(lambda rows: to_table(rows, PAIRS).num_rows), equal_to([4]), label="schema")
+    assert_that(result.pairs | "Table" >> beam.combiners.ToList() | beam.Map(lambda rows: records_to_table(rows, PAIRS).num_rows), equal_to([4]), label="schema")
     outcome = p.run()
     outcome.wait_until_finish()
 

@@ -18,6 +18,7 @@ from mmcurate.filters import clip as rules
 from mmcurate.filters import reasons
 from mmcurate.pipeline.config import ConfigError, ScoringConfig, load_config
 from mmcurate.schemas import Document, ImageNode, Provenance, TextNode
+from mmcurate.schemas.rows import STATUS_FAILED, STATUS_OK, ImageRow
 from mmcurate.stages.engines import image_text_scores as scoring
 from mmcurate.stages.engines.clip_encoder import ChecksumError, ClipEncoder, load_clip
 from mmcurate.stages.scoring.score_image_text import ScoreImageText
@@ -49,8 +50,8 @@ def doc(doc_id: str, *nodes) -> Document:
 
 
 def rows():
-    return [{"image_id": IDS[c], "status": "ok", "bytes": data, "path": None} for c, data in PAYLOADS.items()] + [
-        {"image_id": None, "status": "failed", "bytes": None, "path": None}
+    return [ImageRow(IDS[c], (f"https://img.example/{c}.png",), STATUS_OK, bytes=data) for c, data in PAYLOADS.items()] + [
+        ImageRow(None, ("https://img.example/gone.png",), STATUS_FAILED, reason="image.not_captured")
     ]
 
 
@@ -122,7 +123,7 @@ def test_undecodable_bytes_are_an_image_error_row_and_the_image_stays_unscored()
     d = doc("d", TextNode("red things"), ImageNode(src="https://img.example/x.png", alt="red", image_id=broken_id))
     p = TestPipeline()
     result = p | beam.Create([d]) | ScoreImageText(
-        ScoringConfig(), p | "Rows" >> beam.Create([{"image_id": broken_id, "status": "ok", "bytes": broken}]), loader=fake_loader
+        ScoringConfig(), p | "Rows" >> beam.Create([ImageRow(broken_id, ("https://img.example/x.png",), STATUS_OK, bytes=broken)]), loader=fake_loader
     )
     assert_that(result.kept | beam.Map(lambda d: (d.doc_id, d.image_nodes[0].clip_score)), equal_to([("d", None)]), label="kept")
     assert_that(result.errors | beam.Map(lambda r: (r.subject, r.doc_id, r.kind)), equal_to([("image", broken_id, "error")]), label="errors")
