@@ -42,7 +42,7 @@ from warcbuild import WarcBuilder  # noqa: E402
 from mmcurate.pipeline.config import ExtractConfig, ReadConfig  # noqa: E402
 from mmcurate.schemas import Document, Provenance  # noqa: E402
 from mmcurate.stages.extract import ExtractDocuments  # noqa: E402
-from mmcurate.stages.extractors import load_extractor  # noqa: E402
+from mmcurate.stages.engines.extraction.registry import load_extractor  # noqa: E402
 from mmcurate.stages.read import ReadWarc  # noqa: E402
 
 # ../shared beside the checkout, or beside the folder of worktrees.

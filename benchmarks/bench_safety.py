@@ -31,7 +31,7 @@ from mmcurate.filters.pii import redact_document
 from mmcurate.pipeline.config import load_config
 from mmcurate.schemas import Document
 from mmcurate.stages.extract import _page_metadata
-from mmcurate.stages.extractors import load_extractor
+from mmcurate.stages.engines.extraction.registry import load_extractor
 from mmcurate.stages.heuristics import heuristic_steps, load_flagged_words
 from mmcurate.stages.read import ReadWarc
 from mmcurate.stages.safety import read_list_files, redactor

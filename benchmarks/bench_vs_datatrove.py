@@ -280,7 +280,7 @@ def extraction_f1(python: str, n_per_kind: int) -> list[list[object]]:
     """Precision, recall, F1 per page kind for both extractors on labelled pages."""
     from mmcurate.pipeline.config import ExtractConfig
     from mmcurate.schemas import Document, Provenance
-    from mmcurate.stages.extractors import extract_trafilatura
+    from mmcurate.stages.engines.extraction.trafilatura_adapter import extract_trafilatura
 
     work = BENCH_DIR / "f1"
     shutil.rmtree(work, ignore_errors=True)

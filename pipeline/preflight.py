@@ -94,7 +94,7 @@ def _torch_checkpoint(key: str, path: str) -> None:
 def check_files(config: Config) -> None:
     """Every file an enabled stage reads: there, a file, readable, the right format."""
     if config.enabled("extract"):
-        from mmcurate.stages.extractors import load_extractor
+        from mmcurate.stages.engines.extraction.registry import load_extractor
 
         try:
             load_extractor(config.extract.extractor)

@@ -70,7 +70,10 @@ class TextNode:
 
 @dataclass(frozen=True)
 class ImageNode:
-    src: str  # absolute URL: the candidate a browser at ~2x density loads (srcset, <picture>)
+    # Absolute URL: the candidate a browser at ~2x density loads (srcset, <picture>),
+    # in canonical form (filters/url_forms.canonical_url, applied once at extraction):
+    # the URL that is fetched, reported and joined on; never canonicalised again.
+    src: str
     alt: str = ""
     caption: str = ""  # <figcaption>
     title: str = ""
@@ -80,7 +83,8 @@ class ImageNode:
     declared_width: Optional[int] = None
     declared_height: Optional[int] = None
     # Other URLs of the same picture (srcset and <picture> candidates, src), most
-    # preferred first: retrieval tries them in order when `src` is not captured.
+    # preferred first, canonical like `src` and without it: retrieval tries them in
+    # order when `src` is not captured.
     candidates: tuple[str, ...] = ()
     # Filled in by retrieval and scoring.
     image_id: Optional[str] = None  # sha256 of the stored bytes

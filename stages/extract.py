@@ -1,14 +1,14 @@
 """Stage 1, ``extract``: HTML pages to documents of ordered text and image nodes.
 
 ``ExtractDocuments`` turns each ``Page`` into a ``Document`` with the extractor
-named in ``ExtractConfig.extractor`` (see ``stages.extractors``). Extraction is most
+named in ``ExtractConfig.extractor`` (``engines/extraction/registry.py``). Extraction is most
 of the text path's cost, so it is measured per document (``extract.seconds``) and
 guarded:
 
 - HTML larger than ``max_html_bytes`` (UTF-8) is not parsed: ``HtmlTooLarge``.
 - Each document has ``timeout_seconds``. With ``isolation: thread`` (the default)
   the extractor runs in the worker's process on a thread of its own
-  (``isolation.ThreadedExtractor``): past the limit it is stopped inside that
+  (``engines/extraction/time_limit.ThreadedExtractor``): past the limit it is stopped inside that
   thread and the document becomes an ``ExtractionTimeout`` error row; a thread
   that will not stop is abandoned and the worker's later pages go to a child
   process. With ``isolation: process`` every page goes to a child process (one
@@ -46,8 +46,9 @@ from mmcurate.stages.results import (
     error_counter,
     error_decision,
 )
-from mmcurate.stages.extractors import Extraction, Extractor, load_extractor
-from mmcurate.stages.isolation import ExtractionTimeout, ExtractorFailed, ExtractorProcess, ThreadedExtractor
+from mmcurate.stages.engines.extraction.registry import load_extractor
+from mmcurate.stages.engines.extraction.result import Extraction, Extractor, with_canonical_urls
+from mmcurate.stages.engines.extraction.time_limit import ExtractionTimeout, ExtractorFailed, ExtractorProcess, ThreadedExtractor
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +122,7 @@ class ExtractDocumentsFn(beam.DoFn):
         metadata.update(shell.metadata)
         doc = dataclasses.replace(
             shell,
-            nodes=tuple(extraction.nodes),
+            nodes=with_canonical_urls(extraction.nodes),
             title=extraction.title,
             hreflang=tuple(extraction.hreflang),
             signals=signals,

@@ -359,6 +359,25 @@ def blog_page(seed: int, paragraphs: int = 10) -> LabelledPage:
     return LabelledPage("blog", url, page, text, images)
 
 
+# A short article: two paragraphs around ``body`` (the extraction tests' page).
+ARTICLE_OPENING = (
+    "The survey team walked the length of the sea wall at every spring tide for three years, "
+    "recording each bird within fifty metres of the line and the state of the creeks beside it."
+)
+ARTICLE_CLOSING = (
+    "Counts were steady from one season to the next, although the samphire spread into two new "
+    "creeks on the eastern side of the marsh, where the mud is building up behind the bank."
+)
+
+
+def article_page(body: str, head: str = "") -> str:
+    """An ``<article>`` whose two paragraphs trafilatura keeps, with ``body`` between them."""
+    return (
+        f"<html><head>{head}</head><body><article><p>{ARTICLE_OPENING}</p>{body}"
+        f"<p>{ARTICLE_CLOSING}</p></article></body></html>"
+    )
+
+
 KINDS = {"encyclopedia": encyclopedia_page, "news": news_page, "react": react_page, "blog": blog_page}
 
 

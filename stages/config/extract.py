@@ -15,7 +15,7 @@ from mmcurate.stages.config.base import Section as _Section
 
 class ExtractConfig(_Section):
     # "trafilatura" or a dotted path "package.module:callable" with the same
-    # signature as mmcurate.stages.extractors.extract_trafilatura.
+    # signature as mmcurate.stages.engines.extraction.trafilatura_adapter.extract_trafilatura.
     extractor: str = "trafilatura"
     # HTML larger than this is not parsed: an error row (extract.HtmlTooLarge).
     max_html_bytes: int = Field(default=5 * 1024 * 1024, gt=0)

@@ -1,8 +1,6 @@
-"""Extraction: node order against golden sequences, image URL and metadata details,
-the size and time guards, error rows, and the stage on Beam."""
+"""Stage extract: page facts and signals on the document, canonical image URLs for
+every extractor, the size and time guards, error rows, and the stage on Beam."""
 
-import json
-import re
 import time
 from pathlib import Path
 
@@ -11,33 +9,24 @@ import pytest
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
-from warcio.archiveiterator import ArchiveIterator
 
 from mmcurate.pipeline.config import ExtractConfig
-from mmcurate.schemas import ImageNode, Page, Provenance, TextNode
+from mmcurate.schemas import ImageNode, Page, Provenance
 from mmcurate.stages.extract import (
     SIGNAL_HTML_BYTES,
     SIGNAL_SECONDS,
     ExtractDocuments,
     ExtractDocumentsFn,
 )
-from mmcurate.stages.extractors import Extraction, extract_trafilatura, load_extractor, parse_srcset
+from mmcurate.stages.engines.extraction.result import Extraction
+from mmcurate.stages.engines.extraction.trafilatura_adapter import extract_trafilatura
+from pagebuild import article_page
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 HTML_FIXTURES = FIXTURES / "html"
 BOOKS_WARC = FIXTURES / "warc" / "books.toscrape.warc"
 SLEEP_MARKER = "<!-- extract-test: sleep -->"
 RAISE_MARKER = "<!-- extract-test: raise -->"
-
-OPENING = (
-    "The survey team walked the length of the sea wall at every spring tide for three years, "
-    "recording each bird within fifty metres of the line and the state of the creeks beside it."
-)
-CLOSING = (
-    "Counts were steady from one season to the next, although the samphire spread into two new "
-    "creeks on the eastern side of the marsh, where the mud is building up behind the bank."
-)
-
 
 # Test extractors, loaded by dotted path (in the child process too).
 def sleepy_extractor(html: str, url: str, config: ExtractConfig) -> Extraction:
@@ -67,6 +56,16 @@ def raising_extractor(html: str, url: str, config: ExtractConfig) -> Extraction:
     return extract_trafilatura(html, url, config)
 
 
+def raw_url_extractor(html: str, url: str, config: ExtractConfig) -> Extraction:
+    """Returns image URLs spelled as pages spell them: host case, default port,
+    escapes of unreserved characters, a space, a fragment, a duplicate candidate."""
+    image = ImageNode(
+        src="HTTP://Images.Example.ORG:80/a%7e/b c.jpg#top",
+        candidates=("http://images.example.org/a~/b%20c.jpg", "https://images.example.org:443/x.jpg", "https://IMAGES.example.org/x.jpg"),
+    )
+    return Extraction(nodes=(image,))
+
+
 def _dotted(fn) -> str:
     return f"{fn.__module__}:{fn.__qualname__}"
 
@@ -85,14 +84,6 @@ def _page(doc_id: str, html: str, url: str = "https://example.org/a/page.html") 
     )
 
 
-def _article(body: str, head: str = "") -> str:
-    return f"<html><head>{head}</head><body><article><p>{OPENING}</p>{body}<p>{CLOSING}</p></article></body></html>"
-
-
-def _images(extraction: Extraction) -> list[ImageNode]:
-    return [n for n in extraction.nodes if isinstance(n, ImageNode)]
-
-
 def _run_fn(config: ExtractConfig, pages: list[Page]) -> list:
     fn = ExtractDocumentsFn(config)
     fn.setup()
@@ -107,208 +98,11 @@ def _is_error(out) -> bool:
 
 
 # ---------------------------------------------------------------------------
-# Golden node sequences
-
-
-@pytest.mark.parametrize("name", sorted(p.stem for p in HTML_FIXTURES.glob("*.html")))
-def test_node_order_matches_golden(name):
-    golden = json.loads((HTML_FIXTURES / f"{name}.json").read_text(encoding="utf-8"))
-    html = (HTML_FIXTURES / f"{name}.html").read_text(encoding="utf-8")
-    extraction = extract_trafilatura(html, golden["url"], ExtractConfig())
-    got = []
-    for node in extraction.nodes:
-        if isinstance(node, TextNode):
-            got.append(["text", node.tag, " ".join(node.text.split())])
-        else:
-            got.append(["image", node.src, node.alt, node.caption])
-    assert len(got) == len(golden["nodes"]), got
-    for position, (actual, expected) in enumerate(zip(got, golden["nodes"])):
-        if expected[0] == "text":
-            assert actual[:2] == expected[:2], (position, actual)
-            assert actual[2].startswith(expected[2]), (position, actual)
-        else:
-            assert actual == expected, (position, actual)
-    assert extraction.title == golden["title"]
-
-
-def test_boilerplate_images_are_left_out():
-    html = (HTML_FIXTURES / "boilerplate.html").read_text(encoding="utf-8")
-    extraction = extract_trafilatura(html, "https://pottingshed.example.com/guides/repair-terracotta/", ExtractConfig())
-    assert [i.alt for i in _images(extraction)] == ["A terracotta pot with a glued crack held by tape"]
-
-
-def test_recovery_can_be_turned_off():
-    # A picture just above the first paragraph: placed only with recover_images.
-    html = _article("").replace("<article>", '<article><img src="above.jpg" alt="x" width="800" height="600">')
-    url = "https://example.org/a/page.html"
-    on = {i.src for i in _images(extract_trafilatura(html, url, ExtractConfig()))}
-    off = {i.src for i in _images(extract_trafilatura(html, url, ExtractConfig(recover_images=False)))}
-    assert on == {"https://example.org/a/above.jpg"} and off == set()
-
-
-# ---------------------------------------------------------------------------
-# Image URLs, lazy loading, captions, declared sizes
-
-
-@pytest.mark.parametrize(
-    "img, expected",
-    [
-        ('<img src="photo.jpg" alt="x">', "https://example.org/a/photo.jpg"),
-        ('<img src="/img/photo.jpg" alt="x">', "https://example.org/img/photo.jpg"),
-        ('<img src="//cdn.example.net/photo.jpg" alt="x">', "https://cdn.example.net/photo.jpg"),
-        ('<img src="data:image/gif;base64,R0lGODlhAQABAAAAACw=" data-src="lazy.jpg" alt="x">', "https://example.org/a/lazy.jpg"),
-        ('<img src="/static/blank.gif" data-original="orig.jpg" alt="x">', "https://example.org/a/orig.jpg"),
-        ('<img src="spacer.gif" data-lazy-src="/l/real.png" alt="x">', "https://example.org/l/real.png"),
-        ('<img data-url="https://img.example.com/u.webp" alt="x">', "https://img.example.com/u.webp"),
-        ('<img src="placeholder.png" data-srcset="s.jpg 300w, l.jpg 1200w, m.jpg 800w" alt="x">', "https://example.org/a/l.jpg"),
-        ('<img srcset="a.jpg 1x, b.jpg 2x" alt="x">', "https://example.org/a/b.jpg"),
-        (
-            '<picture><source srcset="p.avif 640w, p-big.avif 1280w" type="image/avif">'
-            '<img src="/lazy-load.gif" alt="x"></picture>',
-            "https://example.org/a/p-big.avif",
-        ),
-        ('<img src="real.jpg" data-src="other.jpg" alt="x">', "https://example.org/a/real.jpg"),
-        # A name that only looks like a placeholder, with nothing better beside it.
-        ('<img src="lazy-river.jpg" alt="x">', "https://example.org/a/lazy-river.jpg"),
-    ],
-)
-def test_image_url_resolution(img, expected):
-    extraction = extract_trafilatura(_article(img), "https://example.org/a/page.html", ExtractConfig())
-    assert [i.src for i in _images(extraction)] == [expected]
-
-
-def test_base_href_resolves_relative_urls():
-    html = _article('<img src="../pics/one.jpg" alt="x">', head='<base href="https://static.example.net/site/en/">')
-    extraction = extract_trafilatura(html, "https://example.org/a/page.html", ExtractConfig())
-    assert [i.src for i in _images(extraction)] == ["https://static.example.net/site/pics/one.jpg"]
-
-
-def test_unusable_images_are_dropped():
-    body = (
-        '<img src="data:image/png;base64,iVBORw0KGgo=" alt="inline">'
-        '<img src="javascript:void(0)" alt="script">'
-        '<img src="https://tracker.example.com/t.jpg" width="1" height="1" alt="pixel">'
-    )
-    extraction = extract_trafilatura(_article(body), "https://example.org/a/page.html", ExtractConfig())
-    assert _images(extraction) == []
-
-
-@pytest.mark.parametrize(
-    "attrs, size",
-    [
-        ('width="640" height="480"', (640, 480)),
-        ('width="640px" height=" 480 "', (640, 480)),
-        ('style="width: 320px; height:200px"', (320, 200)),
-        ('style="max-width: 900px; width:300px"', (300, None)),
-        ('width="100%" height="auto"', (None, None)),
-        ("", (None, None)),
-    ],
-)
-def test_declared_size(attrs, size):
-    extraction = extract_trafilatura(_article(f'<img src="p.jpg" alt="x" {attrs}>'), "https://example.org/", ExtractConfig())
-    (image,) = _images(extraction)
-    assert (image.declared_width, image.declared_height) == size
-
-
-def test_caption_title_and_declared_size_from_the_dom():
-    html = (HTML_FIXTURES / "interleaved.html").read_text(encoding="utf-8")
-    extraction = extract_trafilatura(html, "https://www.example.org/journal/2024/marshes.html", ExtractConfig())
-    by_alt = {i.alt: i for i in _images(extraction)}
-    curlew = by_alt["A curlew probing the mud"]
-    assert (curlew.caption, curlew.title) == ("A curlew feeding at low tide in October.", "Curlew")
-    assert (curlew.declared_width, curlew.declared_height) == (640, 427)
-    transects = by_alt["Map of the survey transects"]
-    assert (transects.declared_width, transects.declared_height) == (900, 600)
-    # srcset="...480w, ...1080w, ...800w", width="100%": the 1080w candidate, 1080 px wide.
-    heron = by_alt["A grey heron standing in the shallows"]
-    assert (heron.declared_width, heron.declared_height) == (1080, None)
-
-
-def test_parse_srcset():
-    assert parse_srcset("a.jpg 480w, b.jpg 1080w") == [("a.jpg", "w", 480.0), ("b.jpg", "w", 1080.0)]
-    assert parse_srcset("https://cdn.example.com/x.jpg,w_300 300w") == [("https://cdn.example.com/x.jpg,w_300", "w", 300.0)]
-    assert parse_srcset("one.jpg, two.jpg 2x, three.jpg 1.5x") == [("one.jpg", "x", 1.0), ("two.jpg", "x", 2.0), ("three.jpg", "x", 1.5)]
-    assert parse_srcset("bad.jpg 2q, z.jpg 0x, ok.jpg 3x") == [("bad.jpg", "x", 1.0), ("ok.jpg", "x", 3.0)]
-
-
-# ---------------------------------------------------------------------------
-# Page metadata
-
-
-def test_hreflang_title_and_html_lang():
-    html = (HTML_FIXTURES / "hreflang.html").read_text(encoding="utf-8")
-    extraction = extract_trafilatura(html, "https://museum.example.org/en/visit", ExtractConfig())
-    assert extraction.title == "Opening hours and visitor information - City Museum"
-    assert extraction.hreflang == (
-        ("de", "https://museum.example.org/de/besuch"),
-        ("fr", "https://museum.example.org/fr/visite"),
-        ("x-default", "https://museum.example.org/visit"),
-    )
-    assert extraction.metadata["html_lang"] == "en-GB"
-    assert "sitename" not in extraction.metadata
-    with_metadata = extract_trafilatura(html, "https://museum.example.org/en/visit", ExtractConfig(with_metadata=True))
-    assert with_metadata.metadata["sitename"] == "museum.example.org"
-
-
-def test_empty_and_contentless_pages_give_empty_extractions():
-    assert extract_trafilatura("", "https://example.org/", ExtractConfig()).nodes == ()
-    assert extract_trafilatura("<html><body></body></html>", "https://example.org/", ExtractConfig()).nodes == ()
-
-
-@pytest.mark.parametrize(
-    "body",
-    [
-        '<p>Back soon.</p><img src="/a.jpg" alt="shop front">',
-        '<img src="/a.jpg" alt="shop front"><p>Back soon.</p>',
-        '<div><img src="/a.jpg" alt="shop front"></div>',
-    ],
-)
-def test_little_text_keeps_its_images(body):
-    html = f"<html><body><nav><img src='/logo.png' alt='logo'></nav>{body}</body></html>"
-    extraction = extract_trafilatura(html, "https://example.org/shop", ExtractConfig())
-    assert [(i.src, i.alt) for i in _images(extraction)] == [("https://example.org/a.jpg", "shop front")]
-
-
-def test_load_extractor():
-    assert load_extractor("trafilatura") is extract_trafilatura
-    assert load_extractor(_dotted(sleepy_extractor)) is sleepy_extractor
-    with pytest.raises(ValueError, match="dotted path"):
-        load_extractor("not-an-extractor")
-    with pytest.raises(ModuleNotFoundError):
-        load_extractor("no_such_module_anywhere:extract")
-
-
-# ---------------------------------------------------------------------------
-# The real page: a product grid whose covers trafilatura drops
-
-
-def _books_page() -> tuple[str, str]:
-    with open(BOOKS_WARC, "rb") as stream:
-        for record in ArchiveIterator(stream):
-            if record.rec_type == "response" and record.rec_headers.get_header("WARC-Target-URI") == "http://books.toscrape.com/":
-                return record.content_stream().read().decode("utf-8"), "http://books.toscrape.com/"
-    raise AssertionError("no books.toscrape.com page in the fixture WARC")
-
-
-def test_books_toscrape_covers_are_all_recovered():
-    html, url = _books_page()
-    covers = re.findall(r'<img src="(media/cache/[^"]+)" alt="([^"]*)"', html)
-    assert len(covers) == 20
-    extraction = extract_trafilatura(html, url, ExtractConfig())
-    images = _images(extraction)
-    expected = [(f"http://books.toscrape.com/{src}", alt.replace("&#39;", "'").replace("&amp;", "&")) for src, alt in covers]
-    assert [(i.src, i.alt) for i in images] == expected
-    # Each cover comes before its price: the grid's reading order.
-    first_text = next(i for i, n in enumerate(extraction.nodes) if isinstance(n, TextNode))
-    assert isinstance(extraction.nodes[0], ImageNode) and first_text == 1
-
-
-# ---------------------------------------------------------------------------
 # The stage's guards
 
 
 def test_document_carries_page_facts_and_signals():
-    (doc,) = _run_fn(ExtractConfig(timeout_seconds=0), [_page("d1", _article('<img src="p.jpg" alt="x">'))])
+    (doc,) = _run_fn(ExtractConfig(timeout_seconds=0), [_page("d1", article_page('<img src="p.jpg" alt="x">'))])
     assert doc.doc_id == "d1" and doc.provenance.record_id == "<urn:uuid:d1>"
     assert doc.metadata["charset"] == "utf-8" and doc.metadata["charset_source"] == "http"
     assert doc.metadata["content_type"] == "text/html" and doc.metadata["http_status"] == "200"
@@ -317,13 +111,25 @@ def test_document_carries_page_facts_and_signals():
     assert [type(n).__name__ for n in doc.nodes] == ["TextNode", "ImageNode", "TextNode"]
 
 
+def test_image_urls_take_their_canonical_form_once_at_extraction_for_any_extractor():
+    config = ExtractConfig(extractor=_dotted(raw_url_extractor), timeout_seconds=0)
+    (doc,) = _run_fn(config, [_page("c", "<p>x</p>")])
+    (image,) = doc.nodes
+    assert image.src == "http://images.example.org/a~/b%20c.jpg"
+    assert image.candidates == ("https://images.example.org/x.jpg",)  # the src and a repeat dropped
+    # The trafilatura adapter's nodes too.
+    page = _page("t", article_page('<img src="HTTP://Example.ORG:80/photos/%7Ebird.jpg#x" alt="x">'))
+    (doc,) = _run_fn(ExtractConfig(timeout_seconds=0), [page])
+    assert [n.src for n in doc.nodes if isinstance(n, ImageNode)] == ["http://example.org/photos/~bird.jpg"]
+
+
 def test_page_without_content_is_still_a_document():
     (doc,) = _run_fn(ExtractConfig(timeout_seconds=0), [_page("bare", "<html><body><p>Hi.</p></body></html>")])
     assert doc.doc_id == "bare"
 
 
 def test_html_too_large_is_an_error_row_without_parsing():
-    big = _article("") + "<!--" + "x" * 5000 + "-->"
+    big = article_page("") + "<!--" + "x" * 5000 + "-->"
     (out,) = _run_fn(ExtractConfig(timeout_seconds=0, max_html_bytes=4096), [_page("big", big)])
     assert _is_error(out)
     row = out.value
@@ -334,7 +140,7 @@ def test_html_too_large_is_an_error_row_without_parsing():
 @pytest.mark.parametrize("isolation", ["thread", "process"])
 def test_timeout_stops_the_extractor_and_the_next_page_still_extracts(isolation):
     config = ExtractConfig(extractor=_dotted(sleepy_extractor), timeout_seconds=1, isolation=isolation)
-    pages = [_page("slow", _article("") + SLEEP_MARKER), _page("next", _article('<img src="p.jpg" alt="x">'))]
+    pages = [_page("slow", article_page("") + SLEEP_MARKER), _page("next", article_page('<img src="p.jpg" alt="x">'))]
     started = time.perf_counter()
     outs = _run_fn(config, pages)
     # Well under the page's 60 s sleep (a child's start-up takes seconds on a busy machine).
@@ -352,8 +158,8 @@ def test_a_busy_page_is_stopped_in_its_thread_without_a_child_process():
     fn = ExtractDocumentsFn(config)
     fn.setup()
     try:
-        pages = [_page(f"p{i}", _article("")) for i in range(3)]
-        pages.insert(1, _page("busy", _article("") + SLEEP_MARKER))
+        pages = [_page(f"p{i}", article_page("")) for i in range(3)]
+        pages.insert(1, _page("busy", article_page("") + SLEEP_MARKER))
         started = time.perf_counter()
         outs = [out for page in pages for out in fn.process(page)]
         assert time.perf_counter() - started < 20
@@ -375,7 +181,7 @@ def test_a_page_stuck_in_a_c_call_sends_the_rest_to_a_child_process():
     fn = ExtractDocumentsFn(config)
     fn.setup()
     try:
-        outs = [out for page in (_page("slow", _article("") + SLEEP_MARKER), _page("next", _article(""))) for out in fn.process(page)]
+        outs = [out for page in (_page("slow", article_page("") + SLEEP_MARKER), _page("next", article_page(""))) for out in fn.process(page)]
         assert (fn._process.abandoned, fn._process.in_fallback) == (1, True)
     finally:
         fn.teardown()
@@ -386,7 +192,7 @@ def test_a_page_stuck_in_a_c_call_sends_the_rest_to_a_child_process():
 @pytest.mark.parametrize("timeout, isolation", [(0, "thread"), (5, "thread"), (5, "process")])
 def test_extractor_exception_is_an_error_row(timeout, isolation):
     config = ExtractConfig(extractor=_dotted(raising_extractor), timeout_seconds=timeout, isolation=isolation)
-    pages = [_page("boom", _article("") + RAISE_MARKER), _page("fine", _article(""))]
+    pages = [_page("boom", article_page("") + RAISE_MARKER), _page("fine", article_page(""))]
     outs = _run_fn(config, pages)
     assert _is_error(outs[0])
     row = outs[0].value
@@ -398,10 +204,10 @@ def test_extractor_exception_is_an_error_row(timeout, isolation):
 def test_extract_documents_on_beam():
     config = ExtractConfig(extractor=_dotted(raising_extractor), max_html_bytes=64 * 1024)
     pages = [
-        _page("article", _article('<img src="p.jpg" alt="x">')),
+        _page("article", article_page('<img src="p.jpg" alt="x">')),
         _page("empty", ""),
-        _page("boom", _article("") + RAISE_MARKER),
-        _page("huge", _article("") + "<!--" + "x" * 70_000 + "-->"),
+        _page("boom", article_page("") + RAISE_MARKER),
+        _page("huge", article_page("") + "<!--" + "x" * 70_000 + "-->"),
     ]
     pipeline = TestPipeline()
     result = pipeline | beam.Create(pages) | ExtractDocuments(config)

@@ -13,7 +13,7 @@ import trafilatura
 from mmcurate.filters import fineweb
 from mmcurate.pipeline.config import ExtractConfig, HeuristicsConfig
 from mmcurate.schemas import Document, ImageNode, Provenance, TextNode
-from mmcurate.stages.extractors import extract_trafilatura
+from mmcurate.stages.engines.extraction.trafilatura_adapter import extract_trafilatura
 from mmcurate.stages.heuristics import heuristic_steps, node_cleanup
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

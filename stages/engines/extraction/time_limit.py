@@ -29,7 +29,8 @@ from multiprocessing.connection import Connection
 from typing import Optional
 
 from mmcurate.stages.config import ExtractConfig
-from mmcurate.stages.extractors import Extraction, load_extractor
+from mmcurate.stages.engines.extraction.registry import load_extractor
+from mmcurate.stages.engines.extraction.result import Extraction
 from mmcurate.stages.engines.exceptions import error_detail
 
 log = logging.getLogger(__name__)

@@ -1,0 +1,174 @@
+"""The page's lead image: the header or hero image before the extracted text that
+the page names as its own (``og:image``, JSON-LD ``image``) or else the first large
+figure; never a logo, a teaser for another page, or an image of a sitewide region."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Optional
+from urllib.parse import urlsplit
+
+from lxml import etree
+
+from mmcurate.filters.url_forms import capture_key
+from mmcurate.stages.config import ExtractConfig
+from mmcurate.stages.engines.extraction.html_tree import http_url, squash, tag_of
+from mmcurate.stages.engines.extraction.page_index import ImageRecord
+from mmcurate.stages.engines.extraction.regions import in_boilerplate, in_sitewide_region
+
+
+# An image is page furniture when its URL path, or the class or id of it or of a
+# close ancestor, names a logo; when it links to the site's home page; or when its
+# alt text is the site's name.
+_LOGO_WORDS = re.compile(r"logo|favicon|sprite|masthead|(?<![a-z])brand(?:ing)?(?![a-z])", re.IGNORECASE)
+_HOME_PATH = re.compile(r"^/?(?:index\.\w+|home/?)?$", re.IGNORECASE)
+_IMAGE_PATH = re.compile(r"\.(?:jpe?g|png|gif|webp|avif|bmp|tiff?)$", re.IGNORECASE)
+_ARTICLE_TYPES = re.compile(r"article|posting|report|webpage|recipe|review|story", re.IGNORECASE)
+_LOGO_ANCESTORS = 4  # how far up a logo's class or id is looked for
+
+
+@dataclass
+class LeadHints:
+    """What the page says its lead image is, and what it says about itself."""
+
+    keys: frozenset[str] = frozenset()  # capture keys of og:image / JSON-LD image URLs
+    paths: frozenset[str] = frozenset()  # the same without the query string
+    site_names: frozenset[str] = frozenset()
+    page_url: str = ""
+
+
+def _json_ld_images(value: object, out: list[str], depth: int = 0) -> None:
+    """``image`` URLs of article-like JSON-LD objects (not of organisations, people
+    or the site, whose images are logos and portraits)."""
+    if depth > 6:
+        return
+    if isinstance(value, list):
+        for item in value:
+            _json_ld_images(item, out, depth + 1)
+        return
+    if not isinstance(value, dict):
+        return
+    types = value.get("@type") or ""
+    types = " ".join(types) if isinstance(types, list) else str(types)
+    if _ARTICLE_TYPES.search(types) or not types:
+        image = value.get("image")
+        for item in image if isinstance(image, list) else [image]:
+            if isinstance(item, str):
+                out.append(item)
+            elif isinstance(item, dict):
+                url = item.get("url") or item.get("contentUrl")
+                if isinstance(url, str):
+                    out.append(url)
+    for key in ("@graph", "mainEntity", "mainEntityOfPage"):
+        if key in value:
+            _json_ld_images(value[key], out, depth + 1)
+
+
+def lead_hints(root: etree._Element, base: str, page_url: str) -> LeadHints:
+    urls: list[str] = []
+    names: set[str] = set()
+    for meta in root.iter("meta"):
+        prop = (meta.get("property") or meta.get("name") or "").strip().lower()
+        content = meta.get("content") or ""
+        if prop in ("og:image", "og:image:url", "og:image:secure_url"):
+            urls.append(content)
+        elif prop in ("og:site_name", "application-name") and content.strip():
+            names.add(squash(content).casefold())
+    for script in root.iter("script"):
+        if (script.get("type") or "").strip().lower() != "application/ld+json" or not script.text:
+            continue
+        try:
+            _json_ld_images(json.loads(script.text), urls)
+        except ValueError:
+            continue
+    absolute = [u for u in (http_url(url, base) for url in urls) if u]
+    keys = frozenset(capture_key(u) for u in absolute)
+    return LeadHints(
+        keys=keys, paths=frozenset(k.split("?", 1)[0] for k in keys), site_names=frozenset(names), page_url=page_url
+    )
+
+
+def _links_elsewhere(anchor: etree._Element, hints: LeadHints) -> bool:
+    """Whether a link leads to another page (a teaser), not to the image or this page."""
+    href = http_url(anchor.get("href"), hints.page_url)
+    if not href:
+        return False
+    parts = urlsplit(href)
+    if _IMAGE_PATH.search(parts.path):
+        return False
+    page = urlsplit(hints.page_url)
+    return (parts.netloc, parts.path) != (page.netloc, page.path)
+
+
+def is_teaser(record: ImageRecord, hints: LeadHints) -> bool:
+    """Whether the image is part of a link card for another page: inside a link that
+    leads elsewhere and carries its own text (a headline), as "related stories"
+    lists are built. A link around the image alone (to a lightbox or a file page)
+    is no teaser."""
+    for ancestor in record.element.iterancestors():
+        if tag_of(ancestor) == "a":
+            return bool(squash(ancestor.text_content())) and _links_elsewhere(ancestor, hints)
+    return False
+
+
+def _looks_like_logo(record: ImageRecord, hints: LeadHints) -> bool:
+    if _LOGO_WORDS.search(urlsplit(record.src).path):
+        return True
+    alt = record.alt.casefold()
+    if "logo" in alt or (alt and alt in hints.site_names):
+        return True
+    page_host = urlsplit(hints.page_url).netloc
+    for depth, el in enumerate((record.element, *record.element.iterancestors())):
+        if depth <= _LOGO_ANCESTORS and _LOGO_WORDS.search(f"{el.get('class') or ''} {el.get('id') or ''}"):
+            return True
+        if tag_of(el) == "a":
+            href = http_url(el.get("href"), hints.page_url)
+            parts = urlsplit(href) if href else None
+            if parts is not None and parts.netloc == page_host and _HOME_PATH.match(parts.path) and not parts.query:
+                return True
+    return False
+
+
+def _record_keys(record: ImageRecord) -> list[str]:
+    return [capture_key(url) for url in (record.src, *record.candidates)]
+
+
+def lead_image(
+    images: list[ImageRecord], first_order: int, first_offset: int, hints: LeadHints, config: ExtractConfig
+) -> Optional[ImageRecord]:
+    """The page's lead image when it sits before the extracted text (a header or hero
+    image outside the block trafilatura keeps): within ``lead_image_max_chars`` of
+    page text before the first extracted block, the image the page names as its own
+    (``og:image``, JSON-LD ``image``) or else the first large figure; never a logo,
+    an image in navigation, sidebars, forms or footers, or one that also appears there."""
+    before = [
+        r for r in images if r.order < first_order and first_offset - r.flat_offset <= config.lead_image_max_chars and r.usable
+    ]
+    if not before:
+        return None
+    sitewide = {key for r in images if in_sitewide_region(r.element) and r.src for key in _record_keys(r)}
+    eligible = [
+        r
+        for r in before
+        if not in_sitewide_region(r.element)
+        and not _looks_like_logo(r, hints)
+        and not sitewide.intersection(_record_keys(r))
+    ]
+    if hints.keys:
+        for record in eligible:
+            keys = _record_keys(record)
+            if hints.keys.intersection(keys) or hints.paths.intersection(k.split("?", 1)[0] for k in keys):
+                return record
+    minimum = config.lead_image_min_size
+    for record in eligible:
+        sides = [s for s in (record.declared_width, record.declared_height) if s is not None]
+        if any(s < minimum for s in sides) or in_boilerplate(record.element, None):
+            continue
+        ancestors = list(record.element.iterancestors())
+        if any(tag_of(a) == "a" and _links_elsewhere(a, hints) for a in ancestors):
+            continue  # a teaser for another page
+        if sides or record.candidates or any(tag_of(a) in ("figure", "picture") for a in ancestors):
+            return record
+    return None

@@ -1,0 +1,146 @@
+"""One walk of the page in document order: its text with whitespace removed, where
+each piece of it sits (position and owner element), and its images, each at its
+place (``ImageRecord``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from lxml import etree
+
+from mmcurate.schemas import ImageNode
+from mmcurate.stages.config import ExtractConfig
+from mmcurate.stages.engines.extraction.html_tree import image_caption, squash
+from mmcurate.stages.engines.extraction.image_sources import ImageSource, declared_dimension, image_source
+
+
+# Subtrees whose text is not page content and whose images are not shown.
+_SKIP_SUBTREES = frozenset({"head", "script", "style", "noscript", "template", "svg", "math", "iframe", "object"})
+
+
+class ImageRecord:
+    """One ``<img>`` of the page at its place in document order. What it shows (URL,
+    candidates, size) is worked out on first use: most images of a page (menus,
+    sidebars, footers) are never looked at."""
+
+    __slots__ = ("element", "order", "flat_offset", "_base", "_config", "_source")
+
+    def __init__(self, element: etree._Element, order: int, flat_offset: int, base: str, config: ExtractConfig):
+        self.element = element
+        self.order = order  # position among the walk's events (document order)
+        self.flat_offset = flat_offset  # page text (whitespace removed) before the image
+        self._base = base
+        self._config = config
+        self._source: Optional[ImageSource] = None
+
+    @property
+    def source(self) -> "ImageSource":
+        if self._source is None:
+            self._source = image_source(self.element, self._base, self._config)
+        return self._source
+
+    @property
+    def usable(self) -> bool:
+        """An http(s) URL, and not a declared 1x1 pixel."""
+        if not self.source.src:
+            return False
+        width = declared_dimension(self.element, "width")
+        height = declared_dimension(self.element, "height")
+        return not (width is not None and height is not None and width <= 1 and height <= 1)
+
+    @property
+    def src(self) -> str:
+        return self.source.src
+
+    @property
+    def candidates(self) -> tuple[str, ...]:
+        return self.source.candidates
+
+    @property
+    def declared_width(self) -> Optional[int]:
+        return self.source.width
+
+    @property
+    def declared_height(self) -> Optional[int]:
+        return self.source.height
+
+    @property
+    def alt(self) -> str:
+        return squash(self.element.get("alt"))
+
+    def node(self) -> ImageNode:
+        source = self.source
+        return ImageNode(
+            src=source.src,
+            candidates=source.candidates,
+            alt=self.alt,
+            caption=image_caption(self.element),
+            title=squash(self.element.get("title")),
+            declared_width=source.width,
+            declared_height=source.height,
+        )
+
+
+@dataclass
+class PageIndex:
+    """The page's text with whitespace removed, and where each piece of it sits."""
+
+    flat: str = ""
+    piece_starts: list[int] = field(default_factory=list)
+    piece_orders: list[int] = field(default_factory=list)
+    piece_owners: list[etree._Element] = field(default_factory=list)
+    images: list[ImageRecord] = field(default_factory=list)
+
+    def locate(self, flat_offset: int) -> int:
+        """Index of the text piece that holds ``flat_offset``."""
+        lo, hi = 0, len(self.piece_starts) - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self.piece_starts[mid] <= flat_offset:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+
+def index_page(root: etree._Element, base: str, config: ExtractConfig) -> PageIndex:
+    """Walks the page once in document order: its text pieces (whitespace removed),
+    each with its position and owner element, and its images."""
+    index = PageIndex()
+    chunks: list[str] = []
+    starts, orders, owners = index.piece_starts, index.piece_orders, index.piece_owners
+    images = index.images
+    skip = _SKIP_SUBTREES
+    offset = 0
+    order = 0
+    # The page is parsed without comments and processing instructions, and libxml2
+    # writes tag names in lower case.
+    walker = etree.iterwalk(root, events=("start", "end"))
+    for event, el in walker:
+        order += 1
+        if event == "start":
+            tag = el.tag
+            if tag in skip:
+                walker.skip_subtree()
+                continue
+            if tag == "img":
+                images.append(ImageRecord(el, order, offset, base, config))
+                continue
+            text = el.text
+            owner = el
+        else:
+            text = el.tail
+            owner = el.getparent()
+            if owner is None:
+                continue
+        if text:
+            squeezed = "".join(text.split())
+            if squeezed:
+                starts.append(offset)
+                orders.append(order)
+                owners.append(owner)
+                chunks.append(squeezed)
+                offset += len(squeezed)
+    index.flat = "".join(chunks)
+    return index

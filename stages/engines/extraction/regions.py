@@ -1,0 +1,75 @@
+"""Page regions whose images are not content: navigation, sidebars, forms, headers
+and footers (outside an article or main), and the sitewide ones."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from lxml import etree
+
+from mmcurate.stages.engines.extraction.html_tree import tag_of
+
+
+# Regions whose images are never recovered.
+_BOILERPLATE_TAGS = frozenset({"nav", "aside", "form"})
+_SECTION_BOUNDED_TAGS = frozenset({"header", "footer"})  # boilerplate unless inside article/main
+_BOILERPLATE_ROLES = frozenset({"navigation", "banner", "contentinfo", "complementary", "search"})
+
+
+def common_ancestor(elements: list[etree._Element]) -> Optional[etree._Element]:
+    if not elements:
+        return None
+    chain = [elements[0], *elements[0].iterancestors()]
+    depth_of = {id(el): depth for depth, el in enumerate(chain)}
+    best = 0
+    for el in elements[1:]:
+        for candidate in (el, *el.iterancestors()):
+            depth = depth_of.get(id(candidate))
+            if depth is not None:
+                best = max(best, depth)
+                break
+    return chain[best]
+
+
+def in_boilerplate(element: etree._Element, content_root: Optional[etree._Element]) -> bool:
+    """Whether ``element`` sits in nav/aside/form/header/footer below ``content_root``."""
+    ancestors = list(element.iterancestors())
+    stop = len(ancestors)
+    if content_root is not None:
+        for i, ancestor in enumerate(ancestors):
+            if ancestor is content_root:
+                stop = i
+                break
+    sectioned = any(tag_of(a) in ("article", "main") for a in ancestors)
+    for ancestor in ancestors[:stop]:
+        tag = tag_of(ancestor)
+        if tag in _BOILERPLATE_TAGS:
+            return True
+        if tag in _SECTION_BOUNDED_TAGS and not sectioned:
+            return True
+        if (ancestor.get("role") or "").lower() in _BOILERPLATE_ROLES:
+            return True
+    return False
+
+
+# Elements that hold text rather than contain blocks.
+TEXT_BLOCK_TAGS = frozenset(
+    {"p", "h1", "h2", "h3", "h4", "h5", "h6", "li", "dt", "dd", "blockquote", "pre", "td", "th", "caption"}
+    | {"figcaption", "a", "span", "b", "i", "em", "strong", "small", "font", "label", "code", "sup", "sub"}
+)
+
+
+def is_descendant(element: etree._Element, ancestor: etree._Element) -> bool:
+    return any(a is ancestor for a in element.iterancestors())
+
+
+# Regions whose images are sitewide: never the lead image, nor an image that also appears there.
+_SITEWIDE_TAGS = frozenset({"nav", "aside", "form", "footer"})
+_SITEWIDE_ROLES = frozenset({"navigation", "contentinfo", "complementary", "search"})
+
+
+def in_sitewide_region(element: etree._Element) -> bool:
+    for ancestor in element.iterancestors():
+        if tag_of(ancestor) in _SITEWIDE_TAGS or (ancestor.get("role") or "").lower() in _SITEWIDE_ROLES:
+            return True
+    return False
