@@ -1,15 +1,18 @@
-"""Every declared reason code must have a test that asserts it on a fixture."""
+"""Every declared reason code has a fixture that the real filter or stage rejects
+with exactly that code (the table: tests/reason_cases/)."""
 
 import re
-from pathlib import Path
+
+import pytest
 
 from mmcurate.filters import reasons
+from reason_cases import all_cases
 
-TESTS = Path(__file__).resolve().parents[1]
+CASES = all_cases()
 
-
-def _constant_names() -> dict[str, str]:
-    return {value: name for name, value in vars(reasons).items() if isinstance(value, str) and value in reasons.ALL_REASONS}
+# Declared codes that no fixture can reach, with the reason why. Keep it short: a
+# code listed here that gains a case fails test_unreachable_codes_are_really_unreached.
+UNREACHABLE: dict[str, str] = {}
 
 
 def test_every_declared_constant_is_in_all_reasons():
@@ -22,11 +25,18 @@ def test_codes_read_family_dot_condition():
         assert re.fullmatch(r"[a-z0-9]+\.[a-z0-9_]+", code), code
 
 
-def test_every_reason_code_is_asserted_by_some_test():
-    sources = "\n".join(p.read_text(encoding="utf-8") for p in TESTS.rglob("test_*.py") if p.name != "test_reasons.py")
-    missing = [
-        code
-        for code, name in _constant_names().items()
-        if f"reasons.{name}" not in sources and f'"{code}"' not in sources
-    ]
-    assert not missing, f"reason codes without a test case: {missing}"
+def test_every_declared_code_has_a_case():
+    covered = {case.code for case in CASES}
+    missing = sorted(set(reasons.ALL_REASONS) - covered - set(UNREACHABLE))
+    assert not missing, f"declared reason codes without a (fixture, code) case in tests/reason_cases: {missing}"
+    assert covered <= set(reasons.ALL_REASONS), sorted(covered - set(reasons.ALL_REASONS))
+
+
+def test_unreachable_codes_are_really_unreached():
+    assert not set(UNREACHABLE) & {case.code for case in CASES}
+    assert set(UNREACHABLE) <= set(reasons.ALL_REASONS)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c.code}:{c.fixture[:40]}" for c in CASES])
+def test_fixture_is_rejected_with_exactly_its_code(case):
+    assert case.outcome() == [case.code], case.fixture

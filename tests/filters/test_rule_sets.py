@@ -1,5 +1,6 @@
-"""One fixture per heuristics reason code, asserting that exact code, value and
-threshold; clean pages in every fixture language and script are kept by every rule set."""
+"""One fixture per heuristics reason code (tests/reason_cases/text_rules.py, the
+heuristics stage's own steps), asserting that exact code, value and threshold;
+clean pages in every fixture language and script are kept by every rule set."""
 
 import dataclasses
 from functools import partial
@@ -7,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from docfactory import PROSE, make_doc
-from mmcurate.filters import c4, fineweb, gopher, nodes, obelics, reasons, urls
+from docfactory import make_doc
+from mmcurate.filters import c4, fineweb, gopher, nodes, obelics, reasons
 from mmcurate.filters.text import count_words
 from mmcurate.pipeline.config import (
     C4Config,
@@ -19,6 +20,8 @@ from mmcurate.pipeline.config import (
     ObelicsConfig,
 )
 from mmcurate.stages.heuristics import node_cleanup
+from reason_cases.text_rules import RULE_SET_CASES as CASES
+from reason_cases.text_rules import UNIQUE, en
 
 TEXT_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "text"
 # Every fixture language: Latin (incl. Vietnamese and Yoruba with combining tone
@@ -71,84 +74,6 @@ CLEANUP = node_cleanup(HeuristicsConfig())
 
 def after_cleanup(doc):
     return nodes.nothing_left(CLEANUP(doc), min_images=1)
-
-
-def en(doc):
-    return dataclasses.replace(doc, language="en")
-
-
-# Distinct filler words, so that only the repetition a case builds is repeated.
-UNIQUE = (
-    "harbour valley century salt timber cities coast fishing boats dawn afternoon market quay crates "
-    "visitors road lighthouse bay islands mountains inland railway tunnels viaduct engineers summer winter "
-    "snow station villages bread orchard slope apples family cider barn grafts monastery garden border "
-    "varieties seed bank capital cuttings frost disease river bridge arches barges gravel quarries hills "
-    "farmers cattle toll ledgers coins spring foundations surface council lorries repairs walkers cyclists "
-    "evenings parapet swallows water mill stream grain miller turbine weir volunteers roof oven meadow"
-).split()
-LINES_NO_PUNCT = "\n".join(f"The view from the {w} over the whole valley and the hills" for w in UNIQUE[:20])
-SENTENCE = PROSE.split(". ")[0] + "."
-REPEATED = "the engineers of the time thought could not be built over the river"
-
-
-CASES = [
-    # URL rules
-    (partial(urls.blocklisted_domain, domains=urls.parse_domains(["spam.example", "# comment"])),
-     make_doc("u1", PROSE, images=1, url="https://WWW.News.Spam.Example:443/a"), reasons.URL_BLOCKLISTED_DOMAIN, None, None),
-    (partial(urls.blocklisted_substring, pattern=urls.compile_substrings(["/wp-login.php"])),
-     make_doc("u2", PROSE, images=1, url="https://example.org/WP-Login.php?x=1"), reasons.URL_BLOCKLISTED_SUBSTRING, None, None),
-    # node cleanup leaves nothing
-    (after_cleanup, make_doc("n1", ["We use cookies to improve your experience. Accept all cookies.", "Share on Facebook"], images=1),
-     reasons.NODES_NO_TEXT_LEFT, 0, 1),
-    (after_cleanup,
-     dataclasses.replace(make_doc("n2", PROSE), nodes=make_doc("n2", PROSE).nodes + (nodes.ImageNode(src="https://example.org/img/site-logo.png"),)),
-     reasons.NODES_NO_IMAGES_LEFT, 0, 1),
-    # Gopher quality
-    (GOPHER_QUALITY, make_doc("g1", "Too short to be a page."), reasons.GOPHER_TOO_FEW_WORDS, 6, 50),
-    (GOPHER_QUALITY, make_doc("g2", " ".join(["harbour"] * 100_001)), reasons.GOPHER_TOO_MANY_WORDS, 100_001, 100_000),
-    (GOPHER_QUALITY, make_doc("g3", " ".join(["it is a we go up to an ox by me"] * 6)), reasons.GOPHER_SHORT_MEAN_WORD_LENGTH, 21 / 11, 3),
-    (GOPHER_QUALITY, make_doc("g4", " ".join(["internationalisation telecommunications"] * 30)), reasons.GOPHER_LONG_MEAN_WORD_LENGTH, 19, 10),
-    (GOPHER_QUALITY, make_doc("g5", PROSE + " " + "#news " * 10), reasons.GOPHER_SYMBOL_WORD_RATIO, 10 / 93, 0.1),
-    (GOPHER_QUALITY, make_doc("g6", "\n".join(f"• {w} boats and crates on the quay" for w in UNIQUE[:10])), reasons.GOPHER_BULLET_LINES, 1.0, 0.9),
-    (GOPHER_QUALITY, make_doc("g7", "\n".join(f"The {w} was there before the town and the harbour{'...' if i % 2 else '.'}" for i, w in enumerate(UNIQUE[:10]))),
-     reasons.GOPHER_ELLIPSIS_LINES, 0.5, 0.3),
-    (GOPHER_QUALITY, make_doc("g8", PROSE + " " + " ".join(str(1000 + i) for i in range(30))), reasons.GOPHER_ALPHABETIC_WORDS, 83 / 113, 0.8),
-    (GOPHER_QUALITY, en(make_doc("g9", " ".join(UNIQUE[:60]))), reasons.GOPHER_STOP_WORDS, 0, 2),
-    # Gopher repetition
-    (GOPHER_REPETITION, make_doc("r1", [PROSE, PROSE, PROSE, "A different closing paragraph."]), reasons.GOPHER_DUPLICATE_PARAGRAPHS, 0.5, 0.3),
-    (GOPHER_REPETITION, make_doc("r2", [PROSE, PROSE] + [f"Note on the {w}." for w in UNIQUE[:6]]), reasons.GOPHER_DUPLICATE_PARAGRAPH_CHARS, None, 0.2),
-    (GOPHER_REPETITION, make_doc("r3", [f"About the {w}.\nSubscribe below." for w in UNIQUE[:4]]), reasons.GOPHER_DUPLICATE_LINES, 3 / 8, 0.3),
-    (GOPHER_REPETITION, make_doc("r4", [f"{PROSE}\nNote on the {UNIQUE[0]}.", f"{PROSE}\nNote on the {UNIQUE[1]}."] + [f"Note on the {w}." for w in UNIQUE[2:6]]),
-     reasons.GOPHER_DUPLICATE_LINE_CHARS, None, 0.2),
-    (GOPHER_REPETITION, make_doc("r5", " ".join(f"hot dog {w}" for w in UNIQUE[:30])), reasons.GOPHER_TOP_NGRAM_CHARS, None, 0.2),
-    (GOPHER_REPETITION, make_doc("r6", " ".join(UNIQUE[:20]) + " " + REPEATED + " " + " ".join(UNIQUE[20:30]) + " " + REPEATED),
-     reasons.GOPHER_DUPLICATE_NGRAM_CHARS, None, 0.15),
-    # C4
-    (C4_RULES, make_doc("c1", PROSE + " Lorem ipsum dolor sit amet."), reasons.C4_LOREM_IPSUM, 1, None),
-    (C4_RULES, make_doc("c2", PROSE + " Call init() { return 1; } first."), reasons.C4_CURLY_BRACKET, 1, None),
-    (C4_RULES, make_doc("c3", LINES_NO_PUNCT), reasons.C4_NO_TERMINAL_PUNCTUATION, 1.0, 1.0),
-    (C4_RULES, make_doc("c4", [f"Please enable JavaScript to see the {w} map." for w in UNIQUE[:6]]), reasons.C4_JAVASCRIPT_LINES, 1.0, 1.0),
-    (C4_RULES, make_doc("c5", [f"Read the privacy policy of the {w} club." for w in UNIQUE[:6]]), reasons.C4_POLICY_LINES, 1.0, 1.0),
-    (C4_RULES, make_doc("c6", PROSE), reasons.C4_TOO_FEW_SENTENCES, 3, 5),
-    # FineWeb
-    (FINEWEB_RULES, make_doc("f1", LINES_NO_PUNCT), reasons.FINEWEB_LINE_PUNCTUATION, 0.0, 0.12),
-    (FINEWEB_RULES, make_doc("f2", "\n".join(f"See the {w}." for w in UNIQUE[:10])), reasons.FINEWEB_SHORT_LINES, 1.0, 0.67),
-    (FINEWEB_RULES, make_doc("f3", [PROSE, "The quay is busy.", PROSE]), reasons.FINEWEB_DUPLICATE_LINE_CHARS, None, 0.01),
-    (FINEWEB_RULES, make_doc("f4", "\n".join(f"Extraordinarily comprehensive {w}." for w in UNIQUE[:12])), reasons.FINEWEB_LIST_LIKE, 11 / 36, 0.3),
-    # OBELICS
-    (OBELICS_IMAGES, make_doc("o1", PROSE, images=31), reasons.OBELICS_TOO_MANY_IMAGES, 31, 30),
-    (OBELICS_WORDS, make_doc("o2", "Five words are right here.", images=1), reasons.OBELICS_TOO_FEW_WORDS, 5, 10),
-    # the default cap is Gopher's 100,000 words (OBELICS's own is 2,000)
-    (OBELICS_WORDS, make_doc("o3", " ".join(["harbour"] * 100_001), images=1), reasons.OBELICS_TOO_MANY_WORDS, 100_001, 100_000),
-    (OBELICS_WORDS, make_doc("o4", " ".join(UNIQUE[:20]), images=5), reasons.OBELICS_IMAGE_WORD_RATIO, 0.25, 0.1),
-    # punctuation and symbols among non-space characters (digits are not special)
-    (OBELICS_RATIOS, make_doc("o5", PROSE + " " + " ".join(f"[{i}] » {{'k': ★}} |" for i in range(40))),
-     reasons.OBELICS_SPECIAL_CHARACTERS, None, 0.15),
-    (OBELICS_RATIOS, make_doc("o6", "The same sentence again and again. " * 20), reasons.OBELICS_CHARACTER_REPETITION, None, 0.1),
-    # a 28-word sentence twice among distinct words: 48 of 134 word 5-grams repeat
-    (OBELICS_RATIOS, make_doc("o7", " ".join(UNIQUE[:60]) + " " + SENTENCE + " " + " ".join(UNIQUE[60:]) + " " + SENTENCE),
-     reasons.OBELICS_WORD_REPETITION, 48 / 134, 0.2),
-]
 
 
 @pytest.mark.parametrize("filter_fn, doc, reason, value, threshold", CASES, ids=[c[2] for c in CASES])
