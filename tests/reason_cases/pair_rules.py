@@ -1,5 +1,5 @@
 """Reason codes decided on one image, caption or document by a stage's own rule
-function: recycling's caption step (``stages.recycle.document_candidates`` with
+function: recycling's caption step (``stages.engines.recycled_pairs.document_candidates`` with
 ``caption_rules``), CLIP's image, document and pair rules and the NSFW rules with
 ``ScoringConfig`` thresholds, and the extract stage's unsafe-image step
 (``stages.safety.drop_unsafe_images``). Similarities and NSFW scores are the
@@ -16,7 +16,7 @@ from mmcurate.filters.language import load_language_model
 from mmcurate.filters.unsafe_urls import UrlBlocklist
 from mmcurate.schemas import Document, ImageNode, Provenance, TextNode
 from mmcurate.stages.config import RecycleConfig, ScoringConfig
-from mmcurate.stages.recycle import caption_rules, document_candidates
+from mmcurate.stages.engines.recycled_pairs import caption_rules, document_candidates
 from mmcurate.stages.safety import drop_unsafe_images
 from reason_cases import ReasonCase, rejected_by
 

@@ -10,7 +10,7 @@ import dataclasses
 from typing import Any, Callable
 
 from docfactory import PROSE, make_doc
-from mmcurate.filters import implicit, reasons
+from mmcurate.filters import llm_text, machine_translation, reasons, rewrites
 from mmcurate.filters.mt_page import page_markers
 from mmcurate.filters.quality import QUALITY_SCORE, min_quality
 from mmcurate.stages.config import QualityConfig
@@ -33,7 +33,7 @@ def stage_filter(rule: Any) -> Callable:
 def doc(doc_id: str, **changes):
     """An English page the stage's models scored as good, human-written text."""
     base = make_doc(doc_id, PROSE, images=1)
-    scores = {QUALITY_SCORE: 0.9, implicit.MT_SCORE: 0.1, implicit.LLM_SCORE: 0.1}
+    scores = {QUALITY_SCORE: 0.9, machine_translation.MT_SCORE: 0.1, llm_text.LLM_SCORE: 0.1}
     signals = {**scores, **changes.pop("signals", {})}
     return dataclasses.replace(base, **{"language": "en", **changes, "signals": signals})
 
@@ -44,14 +44,14 @@ NOTICE = "<p>This page was automatically translated.</p>"
 AI_TEXT = "As an AI language model, I cannot browse the web. " + PROSE
 
 TABLE = [
-    (implicit.mt_notice, doc("q1", signals=page_markers(NOTICE)), reasons.MT_NOTICE),
-    (implicit.mt_widget, doc("q2", url="https://example.org/fr/page", language="fr", signals=page_markers(WEGLOT)), reasons.MT_WIDGET),
-    (implicit.mt_hreflang_fanout, doc("q3", hreflang=HREFLANG), reasons.MT_HREFLANG_FANOUT),
-    (implicit.mt_url_language, doc("q4", url="https://example.org/de/seite"), reasons.MT_URL_LANGUAGE_MISMATCH),
-    (implicit.mt_classifier, doc("q5", signals={implicit.MT_SCORE: 0.97}), reasons.MT_HIGH_SCORE),
-    (implicit.llm_template, dataclasses.replace(doc("q6"), nodes=make_doc("q6", AI_TEXT).nodes), reasons.LLM_TEMPLATE_PHRASE),
-    (implicit.llm_classifier, doc("q7", signals={implicit.LLM_SCORE: 0.95}), reasons.LLM_HIGH_SCORE),
-    (implicit.llm_site, doc("q8", signals={implicit.SITE_SCORE: 0.8, implicit.SITE_DOCS: 6.0}), reasons.LLM_SITE_HIGH_SCORE),
+    (machine_translation.mt_notice, doc("q1", signals=page_markers(NOTICE)), reasons.MT_NOTICE),
+    (machine_translation.mt_widget, doc("q2", url="https://example.org/fr/page", language="fr", signals=page_markers(WEGLOT)), reasons.MT_WIDGET),
+    (machine_translation.mt_hreflang_fanout, doc("q3", hreflang=HREFLANG), reasons.MT_HREFLANG_FANOUT),
+    (machine_translation.mt_url_language, doc("q4", url="https://example.org/de/seite"), reasons.MT_URL_LANGUAGE_MISMATCH),
+    (machine_translation.mt_classifier, doc("q5", signals={machine_translation.MT_SCORE: 0.97}), reasons.MT_HIGH_SCORE),
+    (llm_text.llm_template, dataclasses.replace(doc("q6"), nodes=make_doc("q6", AI_TEXT).nodes), reasons.LLM_TEMPLATE_PHRASE),
+    (llm_text.llm_classifier, doc("q7", signals={llm_text.LLM_SCORE: 0.95}), reasons.LLM_HIGH_SCORE),
+    (llm_text.llm_site, doc("q8", signals={llm_text.SITE_SCORE: 0.8, llm_text.SITE_DOCS: 6.0}), reasons.LLM_SITE_HIGH_SCORE),
     (min_quality, doc("q9", signals={QUALITY_SCORE: 0.2}), reasons.QUALITY_LOW_SCORE),
 ]
 
@@ -64,8 +64,8 @@ def all_rules(document) -> list[str]:
 def rewrite(document) -> list[str]:
     """The rewrite stage's decision on a document whose closest earlier page (by
     sentence embedding) is at similarity 0.95 (``DecideRewritesFn``)."""
-    matched = document.with_signals({implicit.REWRITE_SIMILARITY: 0.95})
-    return rejected_by(implicit.rewrite_duplicate(matched, threshold=CONFIG.rewrite.threshold, survivor="q0"))
+    matched = document.with_signals({rewrites.REWRITE_SIMILARITY: 0.95})
+    return rejected_by(rewrites.rewrite_duplicate(matched, threshold=CONFIG.rewrite.threshold, survivor="q0"))
 
 
 CASES = [ReasonCase(code, f"document {d.doc_id}", lambda d=d: all_rules(d)) for _, d, code in TABLE] + [

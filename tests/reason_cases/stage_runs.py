@@ -24,8 +24,8 @@ from mmcurate.filters import reasons
 from mmcurate.schemas import KIND_REJECTED, Decision, Document, ImageNode, Provenance, TextNode
 from mmcurate.stages.config import DedupConfig, ImagesConfig, JudgeConfig, ReadConfig, RecycleConfig
 from mmcurate.stages.dedup import DedupDocuments
-from mmcurate.stages.images import CurateImages
-from mmcurate.stages.judge import JudgeDocuments
+from mmcurate.stages.images import ClusterByPhash, CurateImages, ResolveImages
+from mmcurate.stages.scoring.judge import JudgeDocuments
 from mmcurate.stages.read import ReadWarc
 from mmcurate.stages.recycle import RecyclePairs
 from reason_cases import ReasonCase
@@ -122,7 +122,12 @@ def decided() -> dict[tuple[str, str], list[str]]:
         read = p | ReadWarc([str(root / "in.warc.gz")], ReadConfig(max_image_bytes=LIMIT))
         images = p | "ImageDocs" >> beam.Create(IMAGE_DOCS) | CurateImages(IMAGES_CONFIG, read.images)
         dedup = p | "DedupDocs" >> beam.Create(DEDUP_DOCS) | DedupDocuments(DedupConfig(cc_rounds=3))
-        pairs = p | "Recycled" >> beam.Create(RECYCLED) | RecyclePairs(RecycleConfig(), ImagesConfig(), captured=read.images)
+        pairs = p | "Recycled" >> beam.Create(RECYCLED) | RecyclePairs(
+            RecycleConfig(),
+            retrieve=ResolveImages(ImagesConfig()),
+            near_duplicates=ClusterByPhash(ImagesConfig().phash_max_distance),
+            captured=read.images,
+        )
         judged = p | "JudgeDocs" >> beam.Create([make_doc("judged", PROSE)]) | JudgeDocuments(JUDGE_CONFIG, client=LowScoreJudge)
         rows = [
             read.rejected | "ReadRows" >> beam.Map(lambda d: _key("read", d)),
