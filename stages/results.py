@@ -11,7 +11,7 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from mmcurate.filters.verdict import DocumentFilter, Verdict
-from mmcurate.schemas import KIND_ERROR, KIND_REJECTED, Decision, Document
+from mmcurate.schemas import KIND_ERROR, KIND_REJECTED, SUBJECT_IMAGE, Decision, Document, ImageNode
 from mmcurate.stages.engines.exceptions import error_detail
 
 log = logging.getLogger(__name__)
@@ -72,6 +72,23 @@ def rejection_decision(stage: str, doc: Document, verdict: Verdict) -> Decision:
         detail=verdict.detail,
         signals=dict(doc.signals),
         document=doc,
+    )
+
+
+def image_rejection_decision(stage: str, doc: Document, node: ImageNode, verdict: Verdict, detail: str) -> Decision:
+    """The decision row (subject ``image``) of an image node a stage removed from
+    ``doc`` while the document went on; keyed by the image's id."""
+    return Decision(
+        doc_id=node.image_id or "",
+        url=node.src,
+        stage=stage,
+        kind=KIND_REJECTED,
+        reason=verdict.reason,
+        provenance=doc.provenance,
+        value=verdict.value,
+        threshold=verdict.threshold,
+        detail=detail,
+        subject=SUBJECT_IMAGE,
     )
 
 

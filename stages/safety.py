@@ -33,8 +33,8 @@ from apache_beam.io.filesystems import FileSystems
 
 from mmcurate.filters import pii, unsafe_urls
 from mmcurate.stages.config import PiiConfig, UnsafeUrlsConfig
-from mmcurate.schemas import KIND_REJECTED, SUBJECT_IMAGE, SUBJECT_PAGE, Decision, Document, ImageNode, Page
-from mmcurate.stages.results import KEPT, REJECTED, StageCounters
+from mmcurate.schemas import KIND_REJECTED, SUBJECT_PAGE, Decision, Document, ImageNode, Page
+from mmcurate.stages.results import KEPT, REJECTED, StageCounters, image_rejection_decision
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +83,10 @@ class SafetyResult(NamedTuple):
 # ---------------------------------------------------------------------------------
 
 
-class RejectUnsafePagesFn(beam.DoFn):
+class _ListedUrlsFn(beam.DoFn):
+    """Base of the two URL-list DoFns: the lists, read once per worker, and the
+    ``extract`` stage's counters."""
+
     def __init__(self, config: UnsafeUrlsConfig):
         self._config = config
 
@@ -91,6 +94,8 @@ class RejectUnsafePagesFn(beam.DoFn):
         self._counters = StageCounters(URL_STAGE)
         self._blocklist = load_blocklist(self._config)
 
+
+class RejectUnsafePagesFn(_ListedUrlsFn):
     def process(self, page: Page) -> Iterable:
         started = time.perf_counter()
         verdict = unsafe_urls.page_url(page.url, blocklist=self._blocklist)
@@ -114,32 +119,6 @@ class RejectUnsafePagesFn(beam.DoFn):
         self._counters.micros(started)
 
 
-class RejectUnsafePages(beam.PTransform):
-    """``pages | RejectUnsafePages(config.safety.urls)`` -> (pages kept, rejection rows)."""
-
-    def __init__(self, config: UnsafeUrlsConfig, label: Optional[str] = None):
-        super().__init__(label)
-        check_lists(config)
-        self._config = config
-
-    def expand(self, pages: beam.PCollection) -> SafetyResult:
-        out = pages | "CheckPageUrls" >> beam.ParDo(RejectUnsafePagesFn(self._config)).with_outputs(REJECTED, main=KEPT)
-        return SafetyResult(out[KEPT], out[REJECTED])
-
-
-def image_decision(doc: Document, node: ImageNode, verdict) -> Decision:
-    return Decision(
-        doc_id=node.image_id or "",
-        url=node.src,
-        stage=URL_STAGE,
-        kind=KIND_REJECTED,
-        reason=verdict.reason,
-        provenance=doc.provenance,
-        detail=f"document {doc.doc_id}; listed {verdict.detail}",
-        subject=SUBJECT_IMAGE,
-    )
-
-
 def drop_unsafe_images(doc: Document, blocklist: unsafe_urls.UrlBlocklist) -> tuple[Document, list[tuple[ImageNode, object]]]:
     """``doc`` without the image nodes whose URL is listed, and the dropped nodes with
     their verdicts (a named document edit)."""
@@ -155,35 +134,47 @@ def drop_unsafe_images(doc: Document, blocklist: unsafe_urls.UrlBlocklist) -> tu
     return out.with_signals({IMAGES_BLOCKLISTED: float(len(dropped))}), dropped
 
 
-class DropUnsafeImagesFn(beam.DoFn):
-    def __init__(self, config: UnsafeUrlsConfig):
-        self._config = config
-
-    def setup(self) -> None:
-        self._counters = StageCounters(URL_STAGE)
-        self._blocklist = load_blocklist(self._config)
-
+class DropUnsafeImagesFn(_ListedUrlsFn):
     def process(self, doc: Document) -> Iterable:
         started = time.perf_counter()
         out, dropped = drop_unsafe_images(doc, self._blocklist)
         for node, verdict in dropped:
             self._counters.inc(f"image.reason.{verdict.reason}")
-            yield beam.pvalue.TaggedOutput(REJECTED, image_decision(doc, node, verdict))
+            detail = f"document {doc.doc_id}; listed {verdict.detail}"
+            yield beam.pvalue.TaggedOutput(REJECTED, image_rejection_decision(URL_STAGE, doc, node, verdict, detail))
         yield out
         self._counters.micros(started)
 
 
-class DropUnsafeImages(beam.PTransform):
-    """``docs | DropUnsafeImages(config.safety.urls)`` -> (documents, image rows)."""
+class _CheckListedUrls(beam.PTransform):
+    """Base of the two URL-list transforms: the list files are checked at
+    construction; one ParDo (``fn``, labelled ``step``) splits kept from rejected."""
+
+    fn: type[_ListedUrlsFn]
+    step: str
 
     def __init__(self, config: UnsafeUrlsConfig, label: Optional[str] = None):
         super().__init__(label)
         check_lists(config)
         self._config = config
 
-    def expand(self, docs: beam.PCollection) -> SafetyResult:
-        out = docs | "CheckImageUrls" >> beam.ParDo(DropUnsafeImagesFn(self._config)).with_outputs(REJECTED, main=KEPT)
+    def expand(self, elements: beam.PCollection) -> SafetyResult:
+        out = elements | self.step >> beam.ParDo(self.fn(self._config)).with_outputs(REJECTED, main=KEPT)
         return SafetyResult(out[KEPT], out[REJECTED])
+
+
+class RejectUnsafePages(_CheckListedUrls):
+    """``pages | RejectUnsafePages(config.safety.urls)`` -> (pages kept, rejection rows)."""
+
+    fn = RejectUnsafePagesFn
+    step = "CheckPageUrls"
+
+
+class DropUnsafeImages(_CheckListedUrls):
+    """``docs | DropUnsafeImages(config.safety.urls)`` -> (documents, image rows)."""
+
+    fn = DropUnsafeImagesFn
+    step = "CheckImageUrls"
 
 
 # ---------------------------------------------------------------------------------

@@ -43,31 +43,25 @@ import numpy as np
 
 from mmcurate.filters import clip as rules
 from mmcurate.filters import nsfw as nsfw_rules
-from mmcurate.schemas import KIND_ERROR, KIND_REJECTED, SUBJECT_IMAGE, Decision, Document, ImageNode, Provenance
+from mmcurate.schemas import KIND_ERROR, SUBJECT_IMAGE, Decision, Document, Provenance
 from mmcurate.stages.config import ScoringConfig
 from mmcurate.stages.engines.image_text_scores import score_document, scoring_texts
-from mmcurate.stages.results import ERRORS, KEPT, REJECTED, StageCounters, StageResult, error_decision, rejection_decision
+from mmcurate.stages.results import (
+    ERRORS,
+    KEPT,
+    REJECTED,
+    StageCounters,
+    StageResult,
+    error_decision,
+    image_rejection_decision,
+    rejection_decision,
+)
 from mmcurate.stages.scoring import STAGE
 from mmcurate.stages.scoring.images_table import image_payload, retrieved_rows_by_id
 from mmcurate.stages.scoring.judge import JudgeDocuments
 from mmcurate.stages.scoring.model_handler import IMAGE, TEXTS, accelerator_hint, check_model_files, clip_inference
 
 log = logging.getLogger(__name__)
-
-
-def clip_image_decision(doc: Document, node: ImageNode, verdict) -> Decision:
-    return Decision(
-        doc_id=node.image_id or "",
-        url=node.src,
-        stage=STAGE,
-        kind=KIND_REJECTED,
-        reason=verdict.reason,
-        provenance=doc.provenance,
-        value=verdict.value,
-        threshold=verdict.threshold,
-        detail=f"document {doc.doc_id}",
-        subject=SUBJECT_IMAGE,
-    )
 
 
 def image_error_decision(image_id: str, error: str) -> Decision:
@@ -113,7 +107,7 @@ class ScoreDocumentsFn(beam.DoFn):
                     self._counters.inc("images.unscored", unscored)
                 for node, verdict in removed:
                     self._counters.inc(f"image.reason.{verdict.reason}")
-                    yield beam.pvalue.TaggedOutput(REJECTED, clip_image_decision(doc, node, verdict))
+                    yield beam.pvalue.TaggedOutput(REJECTED, image_rejection_decision(STAGE, doc, node, verdict, f"document {doc.doc_id}"))
                 verdict = nsfw_rules.document_verdict(
                     int(scored.signals.get(nsfw_rules.NSFW_IMAGES, 0)), min_images=config.nsfw.reject_document_min_images
                 )
