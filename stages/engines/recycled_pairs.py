@@ -15,7 +15,6 @@ from mmcurate.schemas import KIND_REJECTED, Decision, Document, ImageNode, Prove
 from mmcurate.schemas.document import SUBJECT_PAGE
 from mmcurate.schemas.rows import PairRow
 from mmcurate.stages.config import RecycleConfig
-from mmcurate.filters.url_forms import canonical_url
 
 STAGE = "recycle"
 SUBJECT_PAIR = "pair"
@@ -91,7 +90,7 @@ def document_candidates(
     for position, node in enumerate(doc.nodes):
         if not isinstance(node, ImageNode) or not node.src:
             continue
-        url = canonical_url(node.src)
+        url = node.src  # canonical since extraction (ImageNode.src)
         chosen, verdict = captions.choose_caption(captions.caption_candidates(doc, position, sources), rules, language_model)
         if chosen is None:
             yield False, (url, verdict)
