@@ -43,7 +43,8 @@ import numpy as np
 
 from mmcurate.filters import clip as rules
 from mmcurate.filters import nsfw as nsfw_rules
-from mmcurate.schemas import KIND_ERROR, SUBJECT_IMAGE, Decision, Document, Provenance
+from mmcurate.schemas import KIND_ERROR, SUBJECT_IMAGE, Decision, Document
+from mmcurate.schemas.rows import NO_PROVENANCE
 from mmcurate.stages.config import ScoringConfig
 from mmcurate.stages.engines.image_text_scores import score_document, scoring_texts
 from mmcurate.stages.results import (
@@ -72,7 +73,7 @@ def image_error_decision(image_id: str, error: str) -> Decision:
         stage=STAGE,
         kind=KIND_ERROR,
         reason=exc_type,
-        provenance=Provenance(warc_file=""),
+        provenance=NO_PROVENANCE,
         detail=message,
         subject=SUBJECT_IMAGE,
     )
