@@ -25,7 +25,7 @@ _MEASURE = r"""
 import resource, sys, threading
 from pathlib import Path
 from mmcurate.pipeline.config import ImagesConfig
-from mmcurate.stages.imaging import normalize_image
+from mmcurate.stages.engines.image_decode import normalize_image
 paths, threads, budget, resize = sys.argv[1].split(","), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 fields = ImagesConfig.model_fields
 extra = {"decode_budget_bytes": budget} if "decode_budget_bytes" in fields and budget else {}

@@ -46,8 +46,9 @@ from imagegen import jpeg  # noqa: E402
 from mmcurate.filters.images import hamming  # noqa: E402
 from mmcurate.filters.lsh import band_keys, hex_bits  # noqa: E402
 from mmcurate.pipeline.config import ImagesConfig  # noqa: E402
-from mmcurate.stages.imaging import STATUS_OK, normalize_image  # noqa: E402
-from mmcurate.stages.retrieval import ImageFetcher  # noqa: E402
+from mmcurate.stages.engines.image_decode import normalize_image  # noqa: E402
+from mmcurate.stages.engines.image_fetch import ImageFetcher  # noqa: E402
+from mmcurate.stages.engines.image_result import STATUS_OK  # noqa: E402
 
 # -- part 1: retrieval ---------------------------------------------------------------
 

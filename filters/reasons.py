@@ -73,7 +73,7 @@ OBELICS_SPECIAL_CHARACTERS = "obelics.special_characters"
 OBELICS_CHARACTER_REPETITION = "obelics.character_repetition"
 OBELICS_WORD_REPETITION = "obelics.word_repetition"
 
-# image: retrieval failed (stage: images, subject image; stages/retrieval.py)
+# image: retrieval failed (stage: images, subject image; stages/engines/image_fetch.py)
 IMAGE_NOT_CAPTURED = "image.not_captured"
 IMAGE_UNSUPPORTED_SCHEME = "image.unsupported_scheme"
 IMAGE_REFUSED_ADDRESS = "image.refused_address"

@@ -60,14 +60,15 @@ def _recycle_pairs(config: Config, captured, image_rows, kept, accelerator) -> b
     """The recycle stage with the parts it uses: the images stage's retrieval and
     pHash clustering, the scoring stage's pair check (with a CLIP checkpoint), and
     caption redaction (safety.pii)."""
-    from mmcurate.stages.images import ClusterByPhash, ResolveImages
+    from mmcurate.stages.image_clusters import ClusterByPhash
+    from mmcurate.stages.image_retrieval import RetrieveImages
     from mmcurate.stages.recycle import RecyclePairs
     from mmcurate.stages.safety import RedactCaptionsFn
     from mmcurate.stages.scoring.pair_scores import ScorePairs
 
     return RecyclePairs(
         config.recycle,
-        retrieve=ResolveImages(config.images),
+        retrieve=RetrieveImages(config.images),
         near_duplicates=ClusterByPhash(config.images.phash_max_distance),
         score=ScorePairs(config.scoring, accelerator=accelerator) if config.scoring.clip_on else None,
         redact_captions=beam.ParDo(RedactCaptionsFn(config.safety.pii)) if config.safety.pii.enabled else None,

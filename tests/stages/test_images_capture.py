@@ -13,7 +13,8 @@ from imagegen import jpeg
 from mmcurate.filters import reasons
 from mmcurate.pipeline.config import ImagesConfig
 from mmcurate.schemas import CapturedImage, Document, ImageNode, Provenance, TextNode
-from mmcurate.stages.images import CurateImages, RetrieveImages
+from mmcurate.stages.image_retrieval import RetrieveImages, image_wants
+from mmcurate.stages.images import CurateImages
 from mmcurate.filters.url_forms import capture_key
 
 WIKI = "https://upload.wikimedia.org/wikipedia/commons/thumb/e/ec"
@@ -76,8 +77,8 @@ def test_the_most_preferred_captured_candidate_is_taken():
         _captured(other.format(w=440), TWO_X),
     ]
     p = TestPipeline()
-    docs = p | "Docs" >> beam.Create([_doc("a", [only_1x, both, missing])])
-    results = (docs, p | "Captured" >> beam.Create(captured)) | RetrieveImages(ImagesConfig(min_side=100))
+    wants = p | "Docs" >> beam.Create([_doc("a", [only_1x, both, missing])]) | beam.FlatMap(image_wants)
+    results = (wants, p | "Captured" >> beam.Create(captured)) | RetrieveImages(ImagesConfig(min_side=100))
     assert_that(
         results | beam.Map(lambda r: (r.url.rsplit("/", 1)[-1], r.status, r.reason, r.width, r.source_url.rsplit("/", 1)[-1])),
         equal_to(

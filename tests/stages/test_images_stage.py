@@ -19,8 +19,8 @@ from mmcurate.pipeline.config import ExtractConfig, ImagesConfig, ReadConfig
 from mmcurate.schemas import CapturedImage, Document, ImageNode, Provenance, TextNode
 from mmcurate.schemas.tables import IMAGES, IMAGES_SCHEMA, to_table
 from mmcurate.stages.extract import ExtractDocuments
-from mmcurate.stages.images import CurateImages, image_key
-from mmcurate.stages.imaging import ImageResult
+from mmcurate.stages.engines.image_result import ImageResult, image_key
+from mmcurate.stages.images import CurateImages
 from mmcurate.stages.read import ReadWarc
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "warc"
@@ -164,18 +164,23 @@ def test_dedup_and_document_rules_on_generated_images():
         ),
         label="pages",
     )
-    image_rows = result.rejected | "Images" >> beam.Filter(lambda r: r.subject == "image")
     assert_that(
-        image_rows | "ImageReasons" >> beam.Map(lambda r: (r.reason, r.doc_id if not r.url else r.url.rsplit("/", 1)[1][:12])),
+        result.errors | "PageErrors" >> beam.Filter(lambda r: r.subject == "page"), equal_to([]), label="page-errors"
+    )
+    # Images not retrieved are failures (errors); refused images are rejections.
+    image_rows = (result.rejected, result.errors) | "Decisions" >> beam.Flatten() | "Images" >> beam.Filter(lambda r: r.subject == "image")
+    assert_that(
+        image_rows
+        | "ImageReasons" >> beam.Map(lambda r: (r.kind, r.reason, r.doc_id if not r.url else r.url.rsplit("/", 1)[1][:12])),
         equal_to(
             [
-                (reasons.IMAGE_NOT_CAPTURED, "x.jpg"),
-                (reasons.IMAGE_TOO_SMALL, "small.jpg"),
-                (reasons.IMAGE_ASPECT_RATIO, "wide.jpg"),
-                (reasons.IMAGE_SVG, "svg.jpg"),
-                (reasons.IMAGE_UNSUPPORTED_SCHEME, "png;base64,i"),
-                (reasons.IMAGE_DUPLICATE_IN_DOCUMENT, "p4-recompres"),
-                (reasons.IMAGE_TOO_FREQUENT, sha(BYTES["logo"])),
+                ("error", reasons.IMAGE_NOT_CAPTURED, "x.jpg"),
+                ("rejected", reasons.IMAGE_TOO_SMALL, "small.jpg"),
+                ("rejected", reasons.IMAGE_ASPECT_RATIO, "wide.jpg"),
+                ("rejected", reasons.IMAGE_SVG, "svg.jpg"),
+                ("error", reasons.IMAGE_UNSUPPORTED_SCHEME, "png;base64,i"),
+                ("rejected", reasons.IMAGE_DUPLICATE_IN_DOCUMENT, "p4-recompres"),
+                ("rejected", reasons.IMAGE_TOO_FREQUENT, sha(BYTES["logo"])),
             ]
         ),
         label="image-decisions",
@@ -240,6 +245,11 @@ def test_dedup_and_document_rules_on_generated_images():
     assert counter(outcome, "kept") == 10
     assert counter(outcome, f"rejected.{reasons.IMAGE_DOCUMENT_NO_IMAGES}") == 2
     assert counter(outcome, "image.captured_unused") == 1
+    # Image counters equal the image rows: failures under image.errors, rejections under image.reason.
+    assert counter(outcome, f"image.errors.{reasons.IMAGE_NOT_CAPTURED}") == 1
+    assert counter(outcome, f"image.errors.{reasons.IMAGE_UNSUPPORTED_SCHEME}") == 1
+    assert counter(outcome, f"image.reason.{reasons.IMAGE_TOO_SMALL}") == 1
+    assert counter(outcome, f"image.reason.{reasons.IMAGE_NOT_CAPTURED}") == 0
 
 
 def test_switches_off_near_duplicates_frequency_and_image_sets():
@@ -298,13 +308,14 @@ def test_a_capture_over_max_image_bytes_is_named_not_reported_uncaptured(tmp_pat
     read = p | ReadWarc([str(path)], ReadConfig(max_image_bytes=limit))
     result = p | beam.Create(docs) | CurateImages(ImagesConfig(), read.images)
     assert_that(
-        result.rejected
+        (result.rejected, result.errors)
+        | beam.Flatten()
         | beam.Filter(lambda r: r.subject == "image")
-        | beam.Map(lambda r: (r.url.rsplit("/", 1)[1], r.reason, r.value, r.threshold, r.provenance.warc_file == str(path))),
+        | beam.Map(lambda r: (r.url.rsplit("/", 1)[1], r.kind, r.reason, r.value, r.threshold, r.provenance.warc_file == str(path))),
         equal_to(
             [
-                ("big.jpg", reasons.IMAGE_CAPTURE_TOO_LARGE, float(len(big)), float(limit), True),
-                ("absent.jpg", reasons.IMAGE_NOT_CAPTURED, None, None, False),
+                ("big.jpg", "rejected", reasons.IMAGE_CAPTURE_TOO_LARGE, float(len(big)), float(limit), True),
+                ("absent.jpg", "error", reasons.IMAGE_NOT_CAPTURED, None, None, False),
             ]
         ),
         label="image-rows",

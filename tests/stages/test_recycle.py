@@ -26,7 +26,8 @@ from mmcurate.schemas import KIND_ERROR, KIND_REJECTED, CapturedImage, Decision,
 from mmcurate.schemas.arrow_rows import records_to_table
 from mmcurate.schemas.rows import STATUS_OK, ImageRow
 from mmcurate.schemas.tables import PAIRS, PAIRS_SCHEMA
-from mmcurate.stages.images import ClusterByPhash, ResolveImages
+from mmcurate.stages.image_clusters import ClusterByPhash
+from mmcurate.stages.image_retrieval import RetrieveImages
 from mmcurate.stages.recycle import RecyclePairs
 from mmcurate.stages.scoring.pair_scores import ScorePairs
 from tinyclip import ColourEncoder
@@ -108,7 +109,7 @@ def test_recycle_scenario():
     images = ImagesConfig()
     result = p | "Decisions" >> beam.Create(DECISIONS) | RecyclePairs(
         config,
-        retrieve=ResolveImages(images),
+        retrieve=RetrieveImages(images),
         near_duplicates=ClusterByPhash(images.phash_max_distance),
         score=ScorePairs(ScoringConfig(pair_min_similarity=0.28), loader=fake_loader),
         captured=p | "Captured" >> beam.Create(CAPTURED),

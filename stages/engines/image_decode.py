@@ -21,14 +21,12 @@ budget is refused as ``image.decode_budget``.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import hashlib
 import io
 import threading
 import warnings
-from dataclasses import dataclass, field
 from functools import partial
-from typing import Mapping, Optional
+from typing import Mapping
 
 import imagehash
 from PIL import Image, ImageOps
@@ -37,49 +35,10 @@ from mmcurate.filters import images as rules
 from mmcurate.filters import reasons
 from mmcurate.filters.verdict import Verdict
 from mmcurate.stages.config import ImagesConfig
-from mmcurate.schemas import Provenance
-
-# Retrieval status of an image (the images table's `status` column).
-STATUS_OK = "ok"
-STATUS_FAILED = "failed"  # not retrieved (network, policy, not captured)
-STATUS_REJECTED = "rejected"  # retrieved, then refused by a rule or by dedup
-STATUS_SKIPPED = "skipped"  # kept in documents by URL only (images.svg=keep_url)
-
-SOURCE_WARC = "warc"
-SOURCE_HTTP = "http"
+from mmcurate.stages.engines.image_result import STATUS_OK, STATUS_REJECTED, STATUS_SKIPPED, ImageResult
 
 _ORIENTATION = 0x0112  # EXIF tag
 _EXTENSIONS = {"JPEG": "jpg", "PNG": "png", "GIF": "gif", "WEBP": "webp", "BMP": "bmp", "TIFF": "tif", "ICO": "ico"}
-
-
-@dataclass(frozen=True)
-class ImageResult:
-    """What became of one image URL: retrieved and measured, or why not."""
-
-    url: str  # canonical URL
-    status: str
-    # The candidate (srcset / <picture>) URL the bytes came from, when not `url`.
-    source_url: str = ""
-    reason: str = ""  # a reason code, or an exception type for kind "error"
-    kind: str = "rejected"  # for decisions: "rejected" or "error"
-    value: Optional[float] = None
-    threshold: Optional[float] = None
-    detail: str = ""
-    source: str = ""
-    content_type: str = ""
-    image_id: Optional[str] = None
-    format: str = ""
-    width: Optional[int] = None
-    height: Optional[int] = None
-    phash: Optional[str] = None
-    num_bytes: int = 0
-    data: Optional[bytes] = field(default=None, repr=False)
-    provenance: Optional[Provenance] = None
-    signals: Mapping[str, float] = field(default_factory=dict)
-
-    def summary(self) -> "ImageResult":
-        """The same result without its bytes, for joins that do not need them."""
-        return dataclasses.replace(self, data=None)
 
 
 class DecodeBudget:

@@ -7,217 +7,51 @@
 - redirects followed by hand up to ``max_redirects``, every hop checked again
   (scheme, address, robots.txt); a URL seen twice is a redirect loop;
 - retries with exponential backoff for 429 and 5xx only (``Retry-After`` honoured
-  within the deadline);
+  within the deadline), by tenacity's ``AsyncRetrying``;
 - ``Content-Type``, ``Content-Length`` and ``X-Robots-Tag`` checked from the
   headers before the body is read; the body streamed and cut at ``max_bytes``;
-- robots.txt fetched once per host (scheme, host, port) and parsed with protego,
-  Scrapy's RFC 9309 parser: urllib.robotparser implements the 1996 draft only (no
-  ``*``/``$`` wildcards, first match instead of longest match), which misreads many
-  real files. As RFC 9309 sec. 2.3.1 says: 4xx means no rules, 5xx or no answer
-  means complete disallow;
-- SSRF guard: every host is resolved by ``GuardedResolver``, which caches answers
-  and refuses loopback, private, link-local, multicast, reserved and unspecified
-  addresses unless ``allowed_networks`` lists them. An IPv6 address that embeds an
-  IPv4 address (IPv4-mapped and -compatible, 6to4 2002::/16, Teredo 2001::/32,
-  NAT64 64:ff9b::/96, ISATAP) is refused when the embedded address is. aiohttp
-  connects only to addresses this resolver returned, so a DNS answer cannot change
-  between the check and the connection. robots.txt requests and their redirects go
+- robots.txt fetched once per host (scheme, host, port) and obeyed as RFC 9309
+  says (``publisher_policy.RobotsCache``: protego's parser; 4xx means no rules,
+  5xx or no answer means complete disallow);
+- SSRF guard: every host is resolved by ``address_guard.GuardedResolver``, which
+  refuses non-global addresses (and IPv6 forms embedding them) unless
+  ``allowed_networks`` lists them; robots.txt requests and their redirects go
   through the same check;
 - a URL that cannot be fetched as written (unparseable, a port out of range, a host
   name IDNA cannot encode, in the page or in a redirect's ``Location``) fails as
   ``image.invalid_url`` before anything is sent.
 
 Every outcome is a ``Fetched`` value; nothing raises for a bad URL or server. An
-exception nobody foresaw becomes a ``Fetched`` of kind ``error`` named after it.
+exception nobody foresaw becomes a ``Fetched`` whose reason is its type name.
 """
 
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import logging
 import re
-import socket
-import time
 from dataclasses import dataclass, field
-from typing import Iterable, Optional, Sequence
+from typing import NamedTuple, Optional, Sequence
 from urllib.parse import urljoin, urlsplit
 
 import aiohttp
-from aiohttp.abc import AbstractResolver
 from protego import Protego
+from tenacity import AsyncRetrying, retry_if_result, stop_after_attempt, wait_exponential
 
 from mmcurate.filters import reasons
-from mmcurate.filters.url_forms import canonical_url
 from mmcurate.stages.config import ImagesConfig
+from mmcurate.stages.engines.address_guard import GuardedResolver, RefusedAddress, ip_or_none
+from mmcurate.stages.engines.image_result import reason_kind
+from mmcurate.stages.engines.publisher_policy import ROBOTS_MAX_BYTES, RobotsCache, host_key, opted_out
+from mmcurate.filters.url_forms import canonical_url
 
 log = logging.getLogger(__name__)
 
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 # Served when the declared type says nothing: the magic bytes decide later.
 GENERIC_TYPES = frozenset({"", "application/octet-stream", "binary/octet-stream", "application/unknown"})
-ROBOTS_MAX_BYTES = 500 * 1024  # RFC 9309 sec. 2.5: parse at least 500 KiB
-_DISALLOW_ALL = "User-agent: *\nDisallow: /\n"
 _CHUNK = 64 * 1024
-
-# ---------------------------------------------------------------------------------
-# Hosts (canonical_url: filters/url_forms.py)
-# ---------------------------------------------------------------------------------
-
-_DEFAULT_PORTS = {"http": 80, "https": 443}
-
-
-def host_key(url: str) -> str:
-    """scheme://host[:port] of a canonical URL: the unit of robots.txt and politeness."""
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
-
-
-# ---------------------------------------------------------------------------------
-# Addresses: the SSRF guard and the DNS cache
-# ---------------------------------------------------------------------------------
-
-
-class RefusedAddress(OSError):
-    """A host that resolves to an address the guard refuses."""
-
-
-def _ip_or_none(text: str) -> Optional[ipaddress.IPv4Address | ipaddress.IPv6Address]:
-    try:
-        return ipaddress.ip_address(text.split("%", 1)[0])
-    except ValueError:
-        return None
-
-
-_NAT64 = ipaddress.ip_network("64:ff9b::/96")  # RFC 6052 well-known prefix
-_IPV4_COMPATIBLE = ipaddress.ip_network("::/96")  # RFC 4291 2.5.5.1 (deprecated)
-_LOW32 = 0xFFFFFFFF
-
-
-def embedded_ipv4(ip: ipaddress.IPv6Address) -> list[tuple[str, ipaddress.IPv4Address]]:
-    """The IPv4 addresses an IPv6 address carries, with the form that carries each:
-    6to4 (RFC 3056), Teredo server and client (RFC 4380), NAT64 (RFC 6052),
-    IPv4-compatible (RFC 4291) and ISATAP (RFC 5214) interface ids. A packet to such
-    an address ends up at (or is relayed through) the embedded IPv4 host."""
-    found: list[tuple[str, ipaddress.IPv4Address]] = []
-    if ip.sixtofour is not None:
-        found.append(("6to4", ip.sixtofour))
-    if ip.teredo is not None:
-        server, client = ip.teredo
-        found += [("Teredo server", server), ("Teredo client", client)]
-    if ip in _NAT64:
-        found.append(("NAT64", ipaddress.IPv4Address(int(ip) & _LOW32)))
-    if ip in _IPV4_COMPATIBLE and int(ip) > 1:  # not :: or ::1
-        found.append(("IPv4-compatible", ipaddress.IPv4Address(int(ip) & _LOW32)))
-    if (int(ip) >> 32) & 0xFDFFFFFF == 0x00005EFE:  # ISATAP interface id ...:[02]00:5efe:a.b.c.d
-        found.append(("ISATAP", ipaddress.IPv4Address(int(ip) & _LOW32)))
-    return found
-
-
-def _refused_one(ip: ipaddress.IPv4Address | ipaddress.IPv6Address, allowed: Sequence[ipaddress._BaseNetwork]) -> str:
-    if any(ip in net for net in allowed):
-        return ""
-    for attr in ("is_loopback", "is_private", "is_link_local", "is_multicast", "is_reserved", "is_unspecified"):
-        if getattr(ip, attr):
-            return attr.removeprefix("is_")
-    if not ip.is_global:  # shared address space, documentation ranges, ...
-        return "not_global"
-    return ""
-
-
-def refused_reason(address: str, allowed: Sequence[ipaddress._BaseNetwork]) -> str:
-    """Why ``address`` may not be fetched ("" when it may). An IPv6 address that
-    embeds an IPv4 address is refused when either one is, e.g.
-    ``"private: 6to4 embeds 169.254.169.254"``."""
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    why = _refused_one(ip, allowed)
-    if why or not isinstance(ip, ipaddress.IPv6Address):
-        return why
-    for form, inner in embedded_ipv4(ip):
-        why = _refused_one(inner, allowed)
-        if why:
-            return f"{why}: {form} embeds {inner}"
-    return ""
-
-
-class GuardedResolver(AbstractResolver):
-    """Resolves with the system resolver (in a thread), caches answers for
-    ``ttl`` seconds and refuses hosts with any address the guard refuses."""
-
-    def __init__(self, allowed_networks: Iterable[str] = (), ttl: float = 300.0):
-        self._allowed = [ipaddress.ip_network(n, strict=False) for n in allowed_networks]
-        self._ttl = ttl
-        self._cache: dict[tuple[str, int], tuple[float, list[dict]]] = {}
-        self.lookups = 0  # answers not served from the cache
-
-    def check_literal(self, host: str) -> None:
-        """Raise RefusedAddress for a refused IP literal (aiohttp does not resolve those)."""
-        if _ip_or_none(host.strip("[]")) is None:
-            return
-        why = refused_reason(host.strip("[]"), self._allowed)
-        if why:
-            raise RefusedAddress(f"{host} is {why}")
-
-    async def resolve(self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET) -> list[dict]:
-        key = (host, port)
-        now = time.monotonic()
-        cached = self._cache.get(key)
-        if cached is not None and cached[0] > now:
-            answer = cached[1]
-        else:
-            self.lookups += 1
-            loop = asyncio.get_running_loop()
-            infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM, family=socket.AF_UNSPEC)
-            answer = [
-                {
-                    "hostname": host,
-                    "host": info[4][0],
-                    "port": info[4][1],
-                    "family": info[0],
-                    "proto": info[2],
-                    "flags": socket.AI_NUMERICHOST,
-                }
-                for info in infos
-            ]
-            self._cache[key] = (now + self._ttl, answer)
-        for entry in answer:
-            why = refused_reason(entry["host"], self._allowed)
-            if why:
-                raise RefusedAddress(f"{host} resolves to {entry['host']} ({why})")
-        return answer
-
-    async def close(self) -> None:
-        self._cache.clear()
-
-
-# ---------------------------------------------------------------------------------
-# Opt-out headers
-# ---------------------------------------------------------------------------------
-
-
-def opted_out(header_values: Iterable[str], token: str, directives: Iterable[str]) -> str:
-    """The first disallowed directive that ``X-Robots-Tag`` values apply to us ("" if none).
-
-    A value is a comma-separated list of directives, optionally led by ``name:``
-    (then it applies only to that user agent); e.g. ``noai, noimageai`` or
-    ``otherbot: noindex``."""
-    wanted = {d.lower() for d in directives}
-    token = token.lower()
-    for value in header_values:
-        agent = ""
-        for part in value.split(","):
-            part = part.strip().lower()
-            if ":" in part:
-                name, _, rest = part.partition(":")
-                if name.strip() not in ("unavailable_after",):
-                    agent, part = name.strip(), rest.strip()
-            if agent and agent != token:
-                continue
-            if part in wanted:
-                return part
-    return ""
+DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 # ---------------------------------------------------------------------------------
@@ -240,9 +74,11 @@ class Fetched:
     detail: str = ""
     attempts: int = 0
     redirects: int = 0
-    # "rejected" for the reason codes above; "error" for an exception nobody foresaw
-    # (then ``reason`` is its type name).
-    kind: str = "rejected"
+
+    @property
+    def kind(self) -> str:
+        """The kind of the decision row a failed fetch becomes (``reason_kind``)."""
+        return reason_kind(self.reason) if not self.ok else ""
 
 
 class _Failure(Exception):
@@ -273,11 +109,11 @@ def fetch_target(url: str) -> tuple[str, str, int]:
         port = parts.port
     except ValueError as exc:
         raise _Failure(reasons.IMAGE_INVALID_URL, f"{url[:200]}: {exc}") from None
-    if scheme not in _DEFAULT_PORTS:
+    if scheme not in DEFAULT_PORTS:
         raise _Failure(reasons.IMAGE_UNSUPPORTED_SCHEME, f"scheme {scheme!r}")
     if not host:
         raise _Failure(reasons.IMAGE_INVALID_URL, f"{url[:200]}: no host")
-    if _ip_or_none(host) is None:
+    if ip_or_none(host) is None:
         try:
             ascii_host = host.rstrip(".").encode("idna").decode("ascii")
         except UnicodeError as exc:
@@ -285,7 +121,7 @@ def fetch_target(url: str) -> tuple[str, str, int]:
         labels = ascii_host.split(".")
         if len(ascii_host) > 253 or not all(_HOST_LABEL.fullmatch(label) for label in labels):
             raise _Failure(reasons.IMAGE_INVALID_URL, f"{url[:200]}: host {host[:100]!r} is not a DNS name")
-    return scheme, host, port if port is not None else _DEFAULT_PORTS[scheme]
+    return scheme, host, port if port is not None else DEFAULT_PORTS[scheme]
 
 
 def _join(base: str, location: str) -> str:
@@ -294,6 +130,20 @@ def _join(base: str, location: str) -> str:
         return canonical_url(urljoin(base, location))
     except ValueError as exc:
         raise _Failure(reasons.IMAGE_INVALID_URL, f"redirect to {location[:200]!r}: {exc}") from None
+
+
+class _Answer(NamedTuple):
+    """One HTTP answer as far as the fetch reads it."""
+
+    status: int
+    location: str = ""
+    payload: bytes = b""
+    content_type: str = ""
+    retry_after: float = 0.0  # seconds, from Retry-After
+
+    @property
+    def retryable(self) -> bool:
+        return self.status == 429 or 500 <= self.status < 600
 
 
 def _retry_after(value: Optional[str]) -> float:
@@ -314,8 +164,7 @@ class ImageFetcher:
         self._resolver = GuardedResolver(config.allowed_networks, config.dns_cache_seconds)
         self._slots: Optional[asyncio.Semaphore] = None
         self._host_slots: dict[str, asyncio.Semaphore] = {}
-        self._robots: dict[str, asyncio.Future] = {}
-        self._robots_faults: dict[str, str] = {}  # host key -> why its robots.txt counts as disallow-all
+        self._robots = RobotsCache(self._fetch_robots, config.robots_token, config.deadline_seconds)
         self.requests = 0
 
     @property
@@ -388,7 +237,6 @@ class ImageFetcher:
                 ok=False,
                 final_url=state["url"],
                 reason=type(exc).__name__,
-                kind="error",
                 detail=f"{type(exc).__name__}: {exc}"[:300],
                 attempts=state["attempts"],
                 redirects=state["redirects"],
@@ -412,9 +260,10 @@ class ImageFetcher:
         while True:
             state["url"] = current
             await self._check_hop(current)
-            status, location, payload, content_type = await self._with_retries(current, state)
+            answer = await self._with_retries(current, state)
+            status, location = answer.status, answer.location
             if status not in REDIRECTS:
-                return payload, content_type
+                return answer.payload, answer.content_type
             if not location:
                 raise _Failure(reasons.IMAGE_HTTP_STATUS, f"{status} without Location", value=status)
             target = _join(current, location)
@@ -435,13 +284,8 @@ class ImageFetcher:
         """Scheme, address (SSRF) and robots.txt of one hop, before any request to it."""
         _, host, port = fetch_target(url)
         await self._check_address(host, port)
-        if self._config.respect_robots and not await self._robots_allow(url):
-            key = host_key(url)
-            fault = self._robots_faults.get(key)
-            detail = f"robots.txt of {key} disallows {url}"
-            if fault:
-                detail = f"robots.txt of {key} unreachable ({fault}): complete disallow, RFC 9309 2.3.1.4"
-            raise _Failure(reasons.IMAGE_ROBOTS_DISALLOWED, detail)
+        if self._config.respect_robots and not await self._robots.allowed(url):
+            raise _Failure(reasons.IMAGE_ROBOTS_DISALLOWED, self._robots.refusal(url))
 
     async def _check_address(self, host: str, port: int) -> None:
         try:
@@ -461,21 +305,35 @@ class ImageFetcher:
             slot = self._host_slots[key] = asyncio.Semaphore(self._config.per_host_concurrency)
         return slot
 
-    async def _with_retries(self, url: str, state: dict) -> tuple[int, str, bytes, str]:
+    async def _with_retries(self, url: str, state: dict) -> _Answer:
+        """GET ``url`` until its answer is neither 429 nor 5xx, at most
+        ``retries + 1`` times, waiting ``backoff_seconds * 2**n`` or the server's
+        ``Retry-After`` (whichever is longer) in between; the deadline around the
+        whole fetch bounds the waiting as well."""
         config = self._config
-        for attempt in range(config.retries + 1):
-            state["attempts"] += 1
-            status, location, payload, content_type, retry_after = await self._request(url)
-            retryable = status == 429 or 500 <= status < 600
-            if not retryable:
-                return status, location, payload, content_type
-            if attempt == config.retries:
-                raise _Failure(reasons.IMAGE_HTTP_STATUS, f"HTTP {status} after {attempt + 1} attempts", value=status)
-            await asyncio.sleep(max(config.backoff_seconds * (2**attempt), retry_after))
-        raise AssertionError("unreachable")
+        backoff = wait_exponential(multiplier=config.backoff_seconds, exp_base=2)
 
-    async def _request(self, url: str) -> tuple[int, str, bytes, str, float]:
-        """One GET: (status, Location, body, content type, Retry-After seconds).
+        def wait(retry_state) -> float:
+            return max(backoff(retry_state), retry_state.outcome.result().retry_after)
+
+        def give_up(retry_state) -> _Answer:
+            status = retry_state.outcome.result().status
+            raise _Failure(reasons.IMAGE_HTTP_STATUS, f"HTTP {status} after {retry_state.attempt_number} attempts", value=status)
+
+        async def attempt() -> _Answer:
+            state["attempts"] += 1
+            return await self._request(url)
+
+        retrying = AsyncRetrying(
+            retry=retry_if_result(lambda answer: answer.retryable),
+            stop=stop_after_attempt(config.retries + 1),
+            wait=wait,
+            retry_error_callback=give_up,
+        )
+        return await retrying(attempt)
+
+    async def _request(self, url: str) -> _Answer:
+        """One GET: status, Location, body, content type, Retry-After seconds.
 
         The body is read only for a 200 that passes the header checks."""
         config = self._config
@@ -486,9 +344,9 @@ class ImageFetcher:
                 async with session.get(url, allow_redirects=False) as response:
                     status = response.status
                     if status in REDIRECTS:
-                        return status, response.headers.get("Location", ""), b"", "", 0.0
+                        return _Answer(status, location=response.headers.get("Location", ""))
                     if status == 429 or 500 <= status < 600:
-                        return status, "", b"", "", _retry_after(response.headers.get("Retry-After"))
+                        return _Answer(status, retry_after=_retry_after(response.headers.get("Retry-After")))
                     if status != 200:
                         raise _Failure(reasons.IMAGE_HTTP_STATUS, f"HTTP {status}", value=status)
                     directive = opted_out(
@@ -500,7 +358,7 @@ class ImageFetcher:
                     if not content_type.startswith("image/") and content_type not in GENERIC_TYPES:
                         raise _Failure(reasons.IMAGE_WRONG_CONTENT_TYPE, f"Content-Type {content_type}")
                     payload = await self._read_body(response, config.max_bytes)
-                    return status, "", payload, content_type, 0.0
+                    return _Answer(status, payload=payload, content_type=content_type)
             except (aiohttp.ClientError, OSError) as exc:
                 raise _Failure(reasons.IMAGE_CONNECTION_FAILED, f"{type(exc).__name__}: {exc}") from None
             except ValueError as exc:  # yarl refusing the URL: it was checked, but belt and braces
@@ -521,26 +379,8 @@ class ImageFetcher:
 
     # -- robots.txt -------------------------------------------------------------------
 
-    async def _robots_allow(self, url: str) -> bool:
-        key = host_key(url)
-        future = self._robots.get(key)
-        if future is None:
-            future = self._robots[key] = asyncio.ensure_future(self._load_robots(key))
-        rules = await asyncio.shield(future)
-        return True if rules is None else rules.can_fetch(url, self._config.robots_token)
-
-    async def _load_robots(self, key: str) -> Optional[Protego]:
-        """Parsed robots.txt of a host; None when there are no rules (4xx)."""
-        try:
-            return await asyncio.wait_for(self._fetch_robots(key), self._config.deadline_seconds)
-        except asyncio.TimeoutError:
-            self._robots_faults[key] = f"no answer within {self._config.deadline_seconds}s"
-        except Exception as exc:  # a robots.txt must not end the run either
-            log.warning("robots.txt of %s failed unexpectedly: %s: %s", key, type(exc).__name__, exc)
-            self._robots_faults[key] = f"{type(exc).__name__}: {exc}"[:200]
-        return Protego.parse(_DISALLOW_ALL)  # unreachable: complete disallow
-
     async def _fetch_robots(self, key: str) -> Optional[Protego]:
+        """robots.txt of a host, every hop checked as an image URL is; None: no rules."""
         config = self._config
         session = self._ensure_session()
         url = f"{key}/robots.txt"
@@ -560,14 +400,11 @@ class ImageFetcher:
                         if 400 <= status < 500:
                             return None  # RFC 9309 2.3.1.3: unavailable, no rules
                         if status != 200:
-                            self._robots_faults[key] = f"HTTP {status}"
-                            return Protego.parse(_DISALLOW_ALL)  # 2.3.1.4: unreachable
+                            return self._robots.unreachable(key, f"HTTP {status}")  # 2.3.1.4
                         body = await response.content.read(ROBOTS_MAX_BYTES)
                         return Protego.parse(body.decode("utf-8", errors="replace"))
             except _Failure as exc:
-                self._robots_faults[key] = f"{exc.reason}: {exc.detail}"[:200]
+                return self._robots.unreachable(key, f"{exc.reason}: {exc.detail}")
             except (aiohttp.ClientError, OSError, ValueError) as exc:
-                self._robots_faults[key] = f"{type(exc).__name__}: {exc}"[:200]
-            log.debug("robots.txt of %s unreachable: %s", key, self._robots_faults[key])
-            return Protego.parse(_DISALLOW_ALL)
+                return self._robots.unreachable(key, f"{type(exc).__name__}: {exc}")
         return None  # RFC 9309 2.3.1.2: past the redirect limit, treat as unavailable

@@ -13,9 +13,12 @@ from imagegen import SVG, jpeg, png_bomb
 from localnet import guard_connections, start_server, stop_server
 from mmcurate.filters import reasons
 from mmcurate.pipeline.config import ImagesConfig
-from mmcurate.stages.imaging import STATUS_OK, normalize_image
+from mmcurate.stages.engines.address_guard import refused_reason
+from mmcurate.stages.engines.image_decode import normalize_image
+from mmcurate.stages.engines.image_fetch import ImageFetcher
+from mmcurate.stages.engines.publisher_policy import opted_out
+from mmcurate.stages.engines.image_result import STATUS_OK
 from mmcurate.filters.url_forms import canonical_url
-from mmcurate.stages.retrieval import ImageFetcher, opted_out, refused_reason
 
 GOOD = jpeg(1)
 # Hostile redirects: Locations that are not URLs one can fetch, or that name an
@@ -350,7 +353,7 @@ def connections(monkeypatch):
 )
 def test_malformed_urls_fail_as_invalid_url_without_a_connection(url, connections):
     (result,), fetcher = fetch([url])
-    assert (result.ok, result.kind, result.reason) == (False, "rejected", reasons.IMAGE_INVALID_URL)
+    assert (result.ok, result.kind, result.reason) == (False, "error", reasons.IMAGE_INVALID_URL)
     assert result.detail
     assert connections == [] and fetcher.requests == 0
 
@@ -454,7 +457,7 @@ def test_ipv6_addresses_embedding_ipv4_are_checked_by_the_embedded_address(addre
 def test_embedded_ipv4_forms():
     import ipaddress
 
-    from mmcurate.stages.retrieval import embedded_ipv4
+    from mmcurate.stages.engines.address_guard import embedded_ipv4
 
     ip = ipaddress.IPv6Address
     assert embedded_ipv4(ip("2002:a9fe:a9fe::1")) == [("6to4", ipaddress.IPv4Address("169.254.169.254"))]
@@ -467,7 +470,7 @@ def test_embedded_ipv4_forms():
 
 
 def test_candidates_are_fetched_in_order_until_one_is_retrieved(server):
-    from mmcurate.stages.images import FetchImagesFn
+    from mmcurate.stages.image_retrieval import FetchImagesFn
 
     b = base(server)
     fn = FetchImagesFn(CONFIG)

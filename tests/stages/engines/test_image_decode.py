@@ -9,7 +9,8 @@ from PIL import Image
 from imagegen import SVG, animated_gif, encode, jpeg, photo, png_bomb
 from mmcurate.filters import reasons
 from mmcurate.pipeline.config import ImagesConfig
-from mmcurate.stages.imaging import STATUS_OK, STATUS_REJECTED, STATUS_SKIPPED, normalize_image
+from mmcurate.stages.engines.image_decode import normalize_image
+from mmcurate.stages.engines.image_result import STATUS_OK, STATUS_REJECTED, STATUS_SKIPPED
 
 CONFIG = ImagesConfig()
 
@@ -76,7 +77,7 @@ def test_animated_policies():
 
 
 def test_a_jpeg_to_be_resized_is_decoded_at_a_reduced_scale():
-    from mmcurate.stages.imaging import decode_budget
+    from mmcurate.stages.engines.image_decode import decode_budget
 
     capacity = 123_456_789  # a budget of its own, so its peak is this test's alone
     config = ImagesConfig(resize_max_side=500, decode_budget_bytes=capacity)
@@ -101,7 +102,7 @@ def test_concurrent_decodes_wait_for_the_budget():
     than two are decoded at once, and all four are stored."""
     import threading
 
-    from mmcurate.stages.imaging import decode_budget
+    from mmcurate.stages.engines.image_decode import decode_budget
 
     payloads = [encode(photo(10 + i, (500, 400)), "PNG") for i in range(4)]
     need = 500 * 400 * 5
@@ -125,7 +126,7 @@ def test_concurrent_decodes_wait_for_the_budget():
 def test_the_budget_makes_a_second_holder_wait_until_the_first_gives_back():
     import threading
 
-    from mmcurate.stages.imaging import DecodeBudget
+    from mmcurate.stages.engines.image_decode import DecodeBudget
 
     budget = DecodeBudget(10)
     first_in, second_in, release = threading.Event(), threading.Event(), threading.Event()
