@@ -48,7 +48,7 @@ from mmcurate.filters.lsh import band_keys, hex_bits  # noqa: E402
 from mmcurate.pipeline.config import ImagesConfig  # noqa: E402
 from mmcurate.stages.engines.image_decode import normalize_image  # noqa: E402
 from mmcurate.stages.engines.image_fetch import ImageFetcher  # noqa: E402
-from mmcurate.stages.engines.image_result import STATUS_OK  # noqa: E402
+from mmcurate.schemas.rows import STATUS_OK  # noqa: E402
 
 # -- part 1: retrieval ---------------------------------------------------------------
 

@@ -96,7 +96,7 @@ def mmcurate_client(url_list: str, per_host: int) -> None:
     from mmcurate.pipeline.config import ImagesConfig
     from mmcurate.stages.engines.image_decode import normalize_image
     from mmcurate.stages.engines.image_fetch import ImageFetcher
-    from mmcurate.stages.engines.image_result import STATUS_OK
+    from mmcurate.schemas.rows import STATUS_OK
 
     urls = Path(url_list).read_text().split()
     config = ImagesConfig(http=True, allowed_networks=("127.0.0.1/32",), concurrency=THREADS, per_host_concurrency=per_host)

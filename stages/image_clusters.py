@@ -13,7 +13,8 @@ import apache_beam as beam
 
 from mmcurate.filters import reasons
 from mmcurate.stages.config import ImagesConfig
-from mmcurate.stages.engines.image_result import STAGE, STATUS_REJECTED, ImageResult, image_decision, reason_counter
+from mmcurate.schemas.rows import STATUS_REJECTED
+from mmcurate.stages.engines.image_result import STAGE, ImageResult, image_decision, reason_counter
 from mmcurate.stages.engines.phash_clusters import (
     MEMBER,
     band_entries,

@@ -22,15 +22,8 @@ from mmcurate.filters import reasons
 from mmcurate.filters.verdict import reject
 from mmcurate.schemas import Document, ImageNode
 from mmcurate.stages.config import ImagesConfig
-from mmcurate.stages.engines.image_result import (
-    STAGE,
-    STATUS_FAILED,
-    STATUS_REJECTED,
-    STATUS_SKIPPED,
-    ImageResult,
-    image_decision,
-    reason_counter,
-)
+from mmcurate.schemas.rows import STATUS_FAILED, STATUS_REJECTED, STATUS_SKIPPED
+from mmcurate.stages.engines.image_result import STAGE, ImageResult, image_decision, reason_counter
 from mmcurate.stages.engines.phash_clusters import Cluster, resolve_set, survivor_rank, too_frequent
 from mmcurate.filters.url_forms import canonical_url
 from mmcurate.stages.results import ERRORS, KEPT, REJECTED, StageCounters, apply_filters, error_decision, rejection_decision

@@ -42,14 +42,8 @@ from mmcurate.schemas import CapturedImage, Document
 from mmcurate.stages.config import ImagesConfig
 from mmcurate.stages.engines.image_decode import normalize_image
 from mmcurate.stages.engines.image_fetch import Fetched, ImageFetcher
-from mmcurate.stages.engines.image_result import (
-    SOURCE_HTTP,
-    SOURCE_WARC,
-    STAGE,
-    STATUS_FAILED,
-    ImageResult,
-    reason_counter,
-)
+from mmcurate.schemas.rows import SOURCE_HTTP, SOURCE_WARC, STATUS_FAILED
+from mmcurate.stages.engines.image_result import STAGE, ImageResult, reason_counter
 from mmcurate.filters.url_forms import canonical_url
 from mmcurate.stages.read import captured_payload
 from mmcurate.stages.results import StageCounters

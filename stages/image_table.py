@@ -21,7 +21,8 @@ from mmcurate.schemas import Provenance
 from mmcurate.schemas.tables import PROVENANCE_FIELDS
 from mmcurate.stages.config import ImagesConfig
 from mmcurate.stages.engines.image_decode import extension
-from mmcurate.stages.engines.image_result import SOURCE_WARC, STATUS_OK, STATUS_REJECTED, ImageResult
+from mmcurate.schemas.rows import SOURCE_WARC, STATUS_OK, STATUS_REJECTED
+from mmcurate.stages.engines.image_result import ImageResult
 from mmcurate.stages.engines.phash_clusters import Cluster, too_frequent
 
 Blob = tuple[str, int, int]  # (path, offset, length) of stashed bytes

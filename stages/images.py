@@ -40,7 +40,8 @@ import apache_beam as beam
 
 from mmcurate.schemas import Decision, Document
 from mmcurate.stages.config import ImagesConfig
-from mmcurate.stages.engines.image_result import STATUS_FAILED, STATUS_REJECTED, ImageResult, image_decision
+from mmcurate.schemas.rows import STATUS_FAILED, STATUS_REJECTED
+from mmcurate.stages.engines.image_result import ImageResult, image_decision
 from mmcurate.stages.image_clusters import ClusterImages
 from mmcurate.stages.image_documents import ApplyImageVerdicts, Link
 from mmcurate.stages.image_retrieval import RetrieveImages, image_wants

@@ -121,12 +121,13 @@ def test_hostile_input_ends_with_exit_0_and_a_row_for_every_fault(tmp_path, serv
     read_errors = sorted((r["reason"], r["url"]) for r in decisions if r["stage"] == "read")
     assert read_errors == [("RecordLengthMismatch", lie_urls[1]), ("TruncatedRecord", "")]
     image_rows = {r["url"]: (r["kind"], r["reason"]) for r in decisions if r["subject"] == "image"}
+    # Images that cannot be fetched are failures (kind error); a limit is a rejection.
     assert image_rows == {
-        "http://a..b/x.png": ("rejected", reasons.IMAGE_INVALID_URL),
-        "http://127.0.0.1:99999/x.png": ("rejected", reasons.IMAGE_INVALID_URL),
-        base + "/to-unclosed-ipv6.jpg": ("rejected", reasons.IMAGE_INVALID_URL),
-        base + "/to-escaped-brackets.jpg": ("rejected", reasons.IMAGE_INVALID_URL),
-        base + "/to-6to4-metadata.jpg": ("rejected", reasons.IMAGE_REFUSED_ADDRESS),
+        "http://a..b/x.png": ("error", reasons.IMAGE_INVALID_URL),
+        "http://127.0.0.1:99999/x.png": ("error", reasons.IMAGE_INVALID_URL),
+        base + "/to-unclosed-ipv6.jpg": ("error", reasons.IMAGE_INVALID_URL),
+        base + "/to-escaped-brackets.jpg": ("error", reasons.IMAGE_INVALID_URL),
+        base + "/to-6to4-metadata.jpg": ("error", reasons.IMAGE_REFUSED_ADDRESS),
         "https://img.example/big.jpg": ("rejected", reasons.IMAGE_CAPTURE_TOO_LARGE),
     }
     details = {r["url"]: r["detail"] for r in decisions if r["subject"] == "image"}

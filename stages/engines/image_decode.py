@@ -35,7 +35,8 @@ from mmcurate.filters import images as rules
 from mmcurate.filters import reasons
 from mmcurate.filters.verdict import Verdict
 from mmcurate.stages.config import ImagesConfig
-from mmcurate.stages.engines.image_result import STATUS_OK, STATUS_REJECTED, STATUS_SKIPPED, ImageResult
+from mmcurate.schemas.rows import STATUS_OK, STATUS_REJECTED, STATUS_SKIPPED
+from mmcurate.stages.engines.image_result import ImageResult
 
 _ORIENTATION = 0x0112  # EXIF tag
 _EXTENSIONS = {"JPEG": "jpg", "PNG": "png", "GIF": "gif", "WEBP": "webp", "BMP": "bmp", "TIFF": "tif", "ICO": "ico"}

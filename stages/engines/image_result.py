@@ -15,18 +15,10 @@ from typing import Mapping, Optional
 
 from mmcurate.filters import reasons
 from mmcurate.schemas import KIND_ERROR, KIND_REJECTED, SUBJECT_IMAGE, Decision, Provenance
+from mmcurate.schemas.rows import NO_PROVENANCE, STATUS_OK
 
 # The stage whose image decision rows and counters these are.
 STAGE = "images"
-
-# Retrieval status of an image (the images table's `status` column): how far it got.
-STATUS_OK = "ok"
-STATUS_FAILED = "failed"  # not retrieved (network, policy, not captured)
-STATUS_REJECTED = "rejected"  # retrieved, then not kept (a rule, dedup, or undecodable)
-STATUS_SKIPPED = "skipped"  # kept in documents by URL only (images.svg=keep_url)
-
-SOURCE_WARC = "warc"
-SOURCE_HTTP = "http"
 
 # The image could not be retrieved or decoded: a failure (STYLE.md), so its
 # decision row is of kind `error`, with the reason code as its cause.
@@ -79,7 +71,7 @@ class ImageResult:
     """What became of one image URL: retrieved and measured, or why not."""
 
     url: str  # the image node's URL, as extraction wrote it
-    status: str
+    status: str  # schemas.rows.STATUS_*: how far it got
     # The candidate (srcset / <picture>) URL the bytes came from, when not `url`.
     source_url: str = ""
     reason: str = ""  # a reason code, or the type name of an unforeseen exception
@@ -133,7 +125,7 @@ def image_decision(result: ImageResult, reason: str = "", value=None, threshold=
         stage=STAGE,
         kind=reason_kind(reason or result.reason),
         reason=reason or result.reason,
-        provenance=result.provenance or Provenance(warc_file=""),
+        provenance=result.provenance or NO_PROVENANCE,
         value=value if reason else result.value,
         threshold=threshold if reason else result.threshold,
         detail=detail if reason else result.detail,

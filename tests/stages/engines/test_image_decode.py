@@ -10,7 +10,7 @@ from imagegen import SVG, animated_gif, encode, jpeg, photo, png_bomb
 from mmcurate.filters import reasons
 from mmcurate.pipeline.config import ImagesConfig
 from mmcurate.stages.engines.image_decode import normalize_image
-from mmcurate.stages.engines.image_result import STATUS_OK, STATUS_REJECTED, STATUS_SKIPPED
+from mmcurate.schemas.rows import STATUS_OK, STATUS_REJECTED, STATUS_SKIPPED
 
 CONFIG = ImagesConfig()
 

@@ -17,7 +17,7 @@ from mmcurate.stages.engines.address_guard import refused_reason
 from mmcurate.stages.engines.image_decode import normalize_image
 from mmcurate.stages.engines.image_fetch import ImageFetcher
 from mmcurate.stages.engines.publisher_policy import opted_out
-from mmcurate.stages.engines.image_result import STATUS_OK
+from mmcurate.schemas.rows import STATUS_OK
 from mmcurate.filters.url_forms import canonical_url
 
 GOOD = jpeg(1)
