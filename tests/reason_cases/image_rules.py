@@ -1,6 +1,6 @@
-"""Reason codes of one image's decoding and validation (``stages.imaging.normalize_image``,
+"""Reason codes of one image's decoding and validation (``stages.engines.image_decode.normalize_image``,
 which every retrieval path calls) and of the images stage's document rules
-(``stages.images.document_filters``)."""
+(``stages.image_documents.document_filters``)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from imagegen import SVG, animated_gif, encode, jpeg, photo, png_bomb
 from mmcurate.filters import reasons
 from mmcurate.schemas import ImageNode
 from mmcurate.stages.config import ImagesConfig
-from mmcurate.stages.images import document_filters
-from mmcurate.stages.imaging import normalize_image
+from mmcurate.stages.engines.image_decode import normalize_image
+from mmcurate.stages.image_documents import document_filters
 from reason_cases import ReasonCase
 
 DEFAULTS = ImagesConfig()

@@ -1,4 +1,4 @@
-"""Reason codes of fetching an image over HTTP (``stages.retrieval.ImageFetcher``,
+"""Reason codes of fetching an image over HTTP (``stages.engines.image_fetch.ImageFetcher``,
 what the images stage uses with ``images.http``), against a server of this module
 on 127.0.0.1. All URLs are fetched together, once per test session."""
 
@@ -14,7 +14,7 @@ from imagegen import jpeg
 from localnet import start_server
 from mmcurate.filters import reasons
 from mmcurate.stages.config import ImagesConfig
-from mmcurate.stages.retrieval import ImageFetcher
+from mmcurate.stages.engines.image_fetch import ImageFetcher
 from reason_cases import ReasonCase
 
 GOOD = jpeg(1)

@@ -24,7 +24,9 @@ from mmcurate.filters import reasons
 from mmcurate.schemas import KIND_REJECTED, Decision, Document, ImageNode, Provenance, TextNode
 from mmcurate.stages.config import DedupConfig, ImagesConfig, JudgeConfig, ReadConfig, RecycleConfig
 from mmcurate.stages.dedup import DedupDocuments
-from mmcurate.stages.images import ClusterByPhash, CurateImages, ResolveImages
+from mmcurate.stages.image_clusters import ClusterByPhash
+from mmcurate.stages.image_retrieval import RetrieveImages
+from mmcurate.stages.images import CurateImages
 from mmcurate.stages.scoring.judge import JudgeDocuments
 from mmcurate.stages.read import ReadWarc
 from mmcurate.stages.recycle import RecyclePairs
@@ -124,14 +126,15 @@ def decided() -> dict[tuple[str, str], list[str]]:
         dedup = p | "DedupDocs" >> beam.Create(DEDUP_DOCS) | DedupDocuments(DedupConfig(cc_rounds=3))
         pairs = p | "Recycled" >> beam.Create(RECYCLED) | RecyclePairs(
             RecycleConfig(),
-            retrieve=ResolveImages(ImagesConfig()),
+            retrieve=RetrieveImages(ImagesConfig()),
             near_duplicates=ClusterByPhash(ImagesConfig().phash_max_distance),
             captured=read.images,
         )
         judged = p | "JudgeDocs" >> beam.Create([make_doc("judged", PROSE)]) | JudgeDocuments(JUDGE_CONFIG, client=LowScoreJudge)
         rows = [
             read.rejected | "ReadRows" >> beam.Map(lambda d: _key("read", d)),
-            images.rejected | "ImageRows" >> beam.Map(lambda d: _key("images", d)),
+            # Image failures (image.not_captured, ...) are error rows, refusals rejected rows.
+            (images.rejected, images.errors) | "ImageDecisions" >> beam.Flatten() | "ImageRows" >> beam.Map(lambda d: _key("images", d)),
             dedup.rejected | "DedupRows" >> beam.Map(lambda d: _key("dedup", d)),
             pairs.decisions | "PairRows" >> beam.Map(lambda d: _key("recycle", d)),
             judged.rejected | "JudgeRows" >> beam.Map(lambda d: _key("judge", d)),
