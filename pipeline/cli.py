@@ -22,7 +22,8 @@ from mmcurate.pipeline.config import (
     RunConfig,
     load_config,
 )
-from mmcurate.runners.presets import PRESETS, PresetError, describe, parse_runner_options, preset_args
+from mmcurate.pipeline.command_start import beam_option_parser, configure_logging, start_command, with_runner_preset
+from mmcurate.runners.presets import PRESETS, PresetError, describe
 from mmcurate.runners.quiet_workers import QuietWorkerStartup, uses_worker_processes
 
 log = logging.getLogger("mmcurate")
@@ -51,65 +52,6 @@ outputs under --output DIR:
   manifest.json         totals (pages = kept + rejected + errors), the funnel per
                         stage, WARC record counts, config and its sha256, versions
 """
-
-
-def _beam_option_parser() -> argparse.ArgumentParser:
-    """A parser that knows every flag of every PipelineOptions class Beam defines."""
-    from apache_beam.options import pipeline_options as po
-
-    import mmcurate.stages.scoring.options  # noqa: F401  (our own Beam options)
-
-    parser = po._BeamArgumentParser(add_help=False, conflict_handler="resolve")
-    seen: set[type] = set()
-
-    def add(cls: type) -> None:
-        for sub in cls.__subclasses__():
-            if sub in seen:
-                continue
-            seen.add(sub)
-            try:
-                sub._add_argparse_args(parser)
-            except (argparse.ArgumentError, TypeError):
-                pass  # a class that redeclares a flag another class owns
-            add(sub)
-
-    add(po.PipelineOptions)
-    return parser
-
-
-def split_beam_args(argv: Sequence[str], ours: argparse.ArgumentParser) -> tuple[list[str], list[str]]:
-    """Splits ``argv`` into mmcurate's arguments and Beam's.
-
-    Raises SystemExit (via ``ours.error``) for a flag neither side knows.
-    """
-    our_flags = ours._option_string_actions
-    beam_flags = None
-    mine: list[str] = []
-    beams: list[str] = []
-    i = 0
-    while i < len(argv):
-        token = argv[i]
-        name = token.split("=", 1)[0]
-        if not token.startswith("-") or token == "-" or name in our_flags:
-            action = our_flags.get(name)
-            mine.append(token)
-            if action is not None and "=" not in token and action.nargs != 0:
-                takes = 1 if action.nargs in (None, "?") else 0
-                mine.extend(argv[i + 1 : i + 1 + takes])
-                i += takes
-            i += 1
-            continue
-        if beam_flags is None:
-            beam_flags = _beam_option_parser()._option_string_actions
-        action = beam_flags.get(name)
-        if action is None:
-            ours.error(f"unknown option {name} (neither an mmcurate flag nor a Beam pipeline option)")
-        beams.append(token)
-        if "=" not in token and action.nargs != 0 and i + 1 < len(argv):
-            beams.append(argv[i + 1])
-            i += 1
-        i += 1
-    return mine, beams
 
 
 def _run_parser() -> argparse.ArgumentParser:
@@ -191,31 +133,12 @@ def _run_parser() -> argparse.ArgumentParser:
     return parser
 
 
-class _DropNoise(logging.Filter):
-    """Drops Beam's import-time warning about Google Cloud client libraries,
-    which says nothing to a run that does not use them."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not record.getMessage().startswith("apitools not found")
-
-
-def _configure_logging(quiet: bool, verbose: bool) -> None:
-    """Must run before apache_beam is imported: Beam logs at import time."""
-    logging.basicConfig(level=logging.WARNING if quiet else logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for handler in logging.getLogger().handlers:
-        handler.addFilter(_DropNoise())
-    if not verbose:
-        logging.getLogger("apache_beam").setLevel(logging.WARNING)
-
-
 def cmd_run(argv: Sequence[str]) -> int:
     parser = _run_parser()
-    if any(a in ("-h", "--help") for a in argv):
-        parser.print_help()
+    started = start_command(argv, parser)
+    if started is None:
         return 0
-    _configure_logging(any(a in ("-q", "--quiet") for a in argv), any(a in ("-v", "--verbose") for a in argv))
-    mine, beam_args = split_beam_args(argv, parser)
-    args = parser.parse_args(mine)
+    args, beam_args = started
     overrides = list(args.overrides)
     if args.stages is not None:
         overrides.append(f"run.stages={args.stages}")
@@ -228,7 +151,7 @@ def cmd_run(argv: Sequence[str]) -> int:
         return 2
 
     from mmcurate.pipeline.manifest import format_funnel
-    from mmcurate.pipeline.output import OutputBusy
+    from mmcurate.pipeline.publication import OutputBusy
     from mmcurate.pipeline.run import InputError, Interrupted, RunError, run_curation
 
     if args.index and args.inputs:
@@ -236,17 +159,14 @@ def cmd_run(argv: Sequence[str]) -> int:
     if not args.index and not args.inputs:
         parser.error("the following arguments are required: INPUT (or --index)")
     try:
-        if args.runner_options and not args.runner_preset:
-            raise PresetError("--runner-opt needs --runner-preset")
-        if args.runner_preset:
-            beam_args = preset_args(args.runner_preset, parse_runner_options(args.runner_options)) + beam_args
+        beam_args = with_runner_preset(args, beam_args)
     except PresetError as exc:
         print(f"mmcurate: {exc}", file=sys.stderr)
         return 2
     from mmcurate.pipeline.preflight import PreflightError, check_run
 
     try:
-        check_run(config, args.output, beam_args, _beam_option_parser)
+        check_run(config, args.output, beam_args, beam_option_parser)
     except PreflightError as exc:
         print(f"mmcurate: {exc}", file=sys.stderr)
         return 2
@@ -292,7 +212,7 @@ def cmd_train(argv: Sequence[str]) -> int:
 
 
 def cmd_report(argv: Sequence[str]) -> int:
-    from mmcurate.pipeline.report import cmd_report as report
+    from mmcurate.pipeline.report.command import cmd_report as report
 
     return report(argv)
 
@@ -310,7 +230,7 @@ def cmd_plan(argv: Sequence[str]) -> int:
 
 
 def cmd_export(argv: Sequence[str]) -> int:
-    _configure_logging(quiet=True, verbose=any(a in ("-v", "--verbose") for a in argv))
+    configure_logging(quiet=True, verbose=any(a in ("-v", "--verbose") for a in argv))
     from mmcurate.pipeline.export import cmd_export as export_shards
 
     return export_shards(argv)

@@ -11,13 +11,14 @@ removes the shards and stats an earlier export left there.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
+import os
 import sys
 from collections import Counter
 from typing import Any, Optional, Sequence, TextIO
 
-from mmcurate.pipeline import remote_output as ro
+from mmcurate.pipeline import beam_files
+from mmcurate.pipeline.command_start import start_command, with_runner_preset
 from mmcurate.pipeline.export_shards import (
     EXPORT_TABLES,
     EXTENSIONS,
@@ -26,6 +27,8 @@ from mmcurate.pipeline.export_shards import (
     ExportShards,
     plan_shards,
 )
+from mmcurate.pipeline.run_output import OutputError, load_manifest, table_files
+from mmcurate.runners.presets import PresetError
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +69,8 @@ def _parser() -> argparse.ArgumentParser:
 def _clear_previous(output: str) -> None:
     """Removes the shards, stats and summary an earlier export wrote to ``output``."""
     patterns = [f"[0-9]*.{ext}" for ext in EXTENSIONS.values()] + ["[0-9]*" + STATS_SUFFIX, SUMMARY]
-    ro.delete(sorted({path for pattern in patterns for path in ro.match(ro.join(output, pattern))}))
+    for path in sorted({path for pattern in patterns for path in beam_files.match(beam_files.join(output, pattern))}):
+        beam_files.remove(path)
 
 
 def summarise(shard_stats: Sequence[dict[str, Any]], **fields: Any) -> dict[str, Any]:
@@ -103,48 +107,34 @@ def export(
 
     if shard_size < 1:
         raise ExportError(f"--shard-size {shard_size}: must be at least 1")
-    manifest_path = ro.join(directory, ro.MANIFEST)
-    if not ro.exists(manifest_path):
-        raise ExportError(f"{directory} has no {ro.MANIFEST}: not the output directory of a finished mmcurate run")
-    manifest = ro.read_json(manifest_path)
-    files = ro.table_files(directory, table)
+    manifest = load_manifest(directory)
+    files = table_files(directory, table)
     specs = plan_shards(files, shard_size)
-    image_files = ro.table_files(directory, "images")
-    if not ro.is_remote(output):
-        import os
-
+    image_files = table_files(directory, "images")
+    if beam_files.is_local(output):
         os.makedirs(output, exist_ok=True)
     _clear_previous(output)
     options = PipelineOptions(list(beam_args))
     with beam.Pipeline(options=options) as pipeline:
         _ = pipeline | "Export" >> ExportShards(specs, image_files, output, fmt, table)
-    stats = [ro.read_json(p) for p in ro.match(ro.join(output, "[0-9]*" + STATS_SUFFIX))]
+    stats = [beam_files.read_json(p) for p in beam_files.match(beam_files.join(output, "[0-9]*" + STATS_SUFFIX))]
     summary = summarise(
         stats, source=directory, run_id=manifest.get("run_id"), table=table, format=fmt, shard_size=shard_size
     )
-    ro.write_bytes(ro.join(output, SUMMARY), (json.dumps(summary, indent=2, ensure_ascii=False) + "\n").encode(),
-                   "application/json")
+    beam_files.write_json(beam_files.join(output, SUMMARY), summary)
     return summary
 
 
 def cmd_export(argv: Sequence[str], out: Optional[TextIO] = None) -> int:
-    from mmcurate.pipeline.cli import split_beam_args
-    from mmcurate.runners.presets import PresetError, parse_runner_options, preset_args
-
     out = out or sys.stdout
-    parser = _parser()
-    if any(a in ("-h", "--help") for a in argv):
-        parser.print_help(out)
+    started = start_command(argv, _parser(), set_logging=False, out=out)
+    if started is None:
         return 0
-    mine, beam_args = split_beam_args(list(argv), parser)
-    args = parser.parse_args(mine)
+    args, beam_args = started
     try:
-        if args.runner_options and not args.runner_preset:
-            raise PresetError("--runner-opt needs --runner-preset")
-        if args.runner_preset:
-            beam_args = preset_args(args.runner_preset, parse_runner_options(args.runner_options)) + beam_args
+        beam_args = with_runner_preset(args, beam_args)
         summary = export(args.directory, args.output, args.format, args.table, args.shard_size, beam_args)
-    except (ExportError, PresetError) as exc:
+    except (ExportError, OutputError, PresetError) as exc:
         print(f"mmcurate export: {exc}", file=sys.stderr)
         return 2
     out.write(

@@ -16,93 +16,30 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import json
-import os
 import sys
 import textwrap
 from typing import Any, Iterable, Optional, Sequence, TextIO
 
 import duckdb
-import pyarrow as pa
-from wcwidth import wcswidth
+import wcwidth
 
-from mmcurate.pipeline import remote_output
-from mmcurate.schemas.tables import SCHEMAS
+from mmcurate.pipeline.run_output import VIEW_TABLES, OutputError, connect, load_manifest, local_copy
 
-MANIFEST = "manifest.json"
-# Tables the views cover, in the order they are listed; `pairs` is the recycle
-# stage's table and is registered only when a run wrote it.
-VIEW_TABLES = ("documents", "decisions", "images", "pairs")
-
-
-class OutputError(ValueError):
-    """DIR is not a run's output directory (no manifest, no tables)."""
-
-
-def table_files(directory: str, table: str) -> list[str]:
-    folder = os.path.join(directory, table)
-    if not os.path.isdir(folder):
-        return []
-    return sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".parquet"))
-
-
-def load_manifest(directory: str) -> dict[str, Any]:
-    path = os.path.join(directory, MANIFEST)
-    if not os.path.isfile(path):
-        raise OutputError(f"{directory} has no {MANIFEST}: not the output directory of a finished mmcurate run")
-    with open(path, encoding="utf-8") as fh:
-        return json.load(fh)
-
-
-def connect(directory: str) -> tuple[duckdb.DuckDBPyConnection, list[str]]:
-    """An in-memory DuckDB with one view per output table present under ``directory``.
-
-    A table the run wrote with no files (an empty result) becomes an empty view
-    with the table's schema, so queries on it return no rows rather than failing.
-    Returns the connection and the names of the views.
-    """
-    if not os.path.isdir(directory):
-        raise OutputError(f"{directory} is not a directory")
-    con = duckdb.connect()
-    names = []
-    for table in VIEW_TABLES:
-        files = table_files(directory, table)
-        if files:
-            listing = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
-            con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet([{listing}])")
-        elif table in SCHEMAS and os.path.isdir(os.path.join(directory, table)):
-            con.register(f"_{table}_empty", pa.Table.from_pylist([], schema=SCHEMAS[table]))
-            con.execute(f"CREATE VIEW {table} AS SELECT * FROM _{table}_empty")
-        else:
-            continue
-        names.append(table)
-    if not names:
-        raise OutputError(f"{directory} holds no output tables (documents/, decisions/, images/, pairs/)")
-    return con, names
+# Line breaks and tabs in a value would break the table's columns: each becomes a space.
+ONE_LINE = str.maketrans({"\n": " ", "\r": " ", "\t": " "})
 
 
 def display_width(text: str) -> int:
     """Columns ``text`` takes in a terminal: 2 for each wide (CJK) character (wcwidth)."""
-    width = wcswidth(text)
-    return width if width >= 0 else len(text)  # a control character: count characters
+    return wcwidth.width(text)
 
 
 def _cut(text: str, width: int) -> str:
     """``text`` cut to at most ``width`` terminal columns, with an ellipsis."""
-    if display_width(text) <= width:
+    if wcwidth.width(text) <= width:
         return text
-    out, used = [], 0
-    for ch in text:
-        w = max(0, wcswidth(ch))
-        if used + w > width - 1:
-            break
-        out.append(ch)
-        used += w
-    return "".join(out) + "…"
-
-
-def _pad(text: str, width: int) -> str:
-    return text + " " * max(0, width - display_width(text))
+    # fillchar "": a wide character that straddles the edge is dropped, not padded.
+    return wcwidth.clip(text, 0, width - 1, fillchar="") + "…"
 
 
 def _cell(value: Any, width: int) -> str:
@@ -114,7 +51,7 @@ def _cell(value: Any, width: int) -> str:
         text = f"{value:.6g}"
     else:
         text = str(value)
-    return _cut(text.replace("\n", " "), width)
+    return _cut(text.translate(ONE_LINE), width)
 
 
 def format_rows(columns: Sequence[str], rows: Iterable[Sequence[Any]], max_width: int = 60) -> str:
@@ -122,9 +59,9 @@ def format_rows(columns: Sequence[str], rows: Iterable[Sequence[Any]], max_width
     cells wider than ``max_width`` columns are cut with an ellipsis."""
     cells = [[_cell(v, max_width) for v in row] for row in rows]
     widths = [max([display_width(c)] + [display_width(r[i]) for r in cells]) for i, c in enumerate(columns)]
-    lines = ["  ".join(_pad(c, w) for c, w in zip(columns, widths)).rstrip()]
+    lines = ["  ".join(wcwidth.ljust(c, w) for c, w in zip(columns, widths)).rstrip()]
     lines.append("  ".join("-" * w for w in widths))
-    lines += ["  ".join(_pad(c, w) for c, w in zip(row, widths)).rstrip() for row in cells]
+    lines += ["  ".join(wcwidth.ljust(c, w) for c, w in zip(row, widths)).rstrip() for row in cells]
     lines.append(f"({len(cells)} row{'s' if len(cells) != 1 else ''})")
     return "\n".join(lines)
 
@@ -295,19 +232,11 @@ def cmd_inspect(argv: Sequence[str], out: Optional[TextIO] = None) -> int:
     out = out or sys.stdout
     args = _parser().parse_args(list(argv))
     try:
-        check_remote(args.directory)
-        with remote_output.local_copy(args.directory) as local:
+        with local_copy(args.directory) as local:
             return _inspect(args, local, out)
     except OutputError as exc:
         print(f"mmcurate inspect: {exc}", file=sys.stderr)
         return 2
-
-
-def check_remote(directory: str) -> None:
-    """A remote ``directory`` must hold a finished run (checked before its tables are
-    copied, so that the message names the URL, not the temporary copy)."""
-    if remote_output.is_remote(directory) and not remote_output.exists(remote_output.join(directory, MANIFEST)):
-        raise OutputError(f"{directory} has no {MANIFEST}: not the output directory of a finished mmcurate run")
 
 
 def _inspect(args: argparse.Namespace, directory: str, out: TextIO) -> int:

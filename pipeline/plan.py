@@ -17,7 +17,8 @@ import time
 from typing import Any, Sequence
 
 from mmcurate.pipeline.config import ConfigError, PlanConfig, load_config
-from mmcurate.runners.presets import PresetError, describe, parse_runner_options, preset_args
+from mmcurate.pipeline.command_start import start_command, with_runner_preset
+from mmcurate.runners.presets import PresetError, describe
 
 log = logging.getLogger(__name__)
 
@@ -75,13 +76,15 @@ def resolve_plan_inputs(runs: Sequence[str], index: str) -> tuple[list[str], lis
     """Absolute run directories and index patterns; PlanInputError on anything unusable."""
     from apache_beam.io.filesystems import FileSystems
 
+    from mmcurate.pipeline.beam_files import exists, join
+    from mmcurate.pipeline.run_output import MANIFEST
     from mmcurate.stages.engines.plan_index import BadPlanIndex
     from mmcurate.stages.plan_inputs import check_plan_index
 
     resolved_runs = []
     for run in runs:
         path = run if "://" in run else os.path.abspath(run)
-        if not FileSystems.exists(FileSystems.join(path, "manifest.json")):
+        if not exists(join(path, MANIFEST)):
             raise PlanInputError(f"{run}: not a finished run (no manifest.json)")
         resolved_runs.append(path)
     pattern = index if "://" in index else os.path.abspath(index)
@@ -148,25 +151,16 @@ def format_summary(summary: dict[str, Any], output: str) -> str:
 
 
 def cmd_plan(argv: Sequence[str]) -> int:
-    from mmcurate.pipeline.cli import _configure_logging, split_beam_args
-
-    parser = _parser()
-    if any(a in ("-h", "--help") for a in argv):
-        parser.print_help()
+    started = start_command(argv, _parser())
+    if started is None:
         return 0
-    _configure_logging(any(a in ("-q", "--quiet") for a in argv), any(a in ("-v", "--verbose") for a in argv))
-    mine, beam_args = split_beam_args(argv, parser)
-    args = parser.parse_args(mine)
+    args, beam_args = started
     try:
         config = load_config(args.config, args.overrides)
-        if args.runner_options and not args.runner_preset:
-            raise PresetError("--runner-opt needs --runner-preset")
-        if args.runner_preset:
-            beam_args = preset_args(args.runner_preset, parse_runner_options(args.runner_options)) + beam_args
+        beam_args = with_runner_preset(args, beam_args)
         summary = plan_sources(args.runs, args.index, args.budget, args.output, config.plan, beam_args)
     except (ConfigError, PresetError, PlanInputError) as exc:
         print(f"mmcurate: {exc}", file=sys.stderr)
         return 2
     print(format_summary(summary, args.output))
     return 0
-

@@ -19,7 +19,8 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 from apache_beam.runners.runner import PipelineState
 
-from mmcurate.pipeline import output as out
+from mmcurate.pipeline import beam_files
+from mmcurate.pipeline import publication as out
 from mmcurate.pipeline.build import TABLES_DIR, Phase, build_phase, phase_dir, plan_phases
 from mmcurate.pipeline.config import Config
 from mmcurate.pipeline.manifest import build_manifest
@@ -68,12 +69,11 @@ def resolve_inputs(patterns: Sequence[str]) -> tuple[list[str], int, int]:
 
 def remove_stale_report(output: str) -> None:
     """An earlier run's report.html describes tables this run has just replaced."""
-    from mmcurate.pipeline import remote_output
-    from mmcurate.pipeline.report import REPORT
+    from mmcurate.pipeline.report.command import REPORT
 
-    stale = remote_output.join(output, REPORT)
-    if remote_output.exists(stale):
-        remote_output.delete([stale])
+    stale = beam_files.join(output, REPORT)
+    if beam_files.exists(stale):
+        beam_files.remove(stale)
         log.info("removed %s: it described the previous run (mmcurate report %s writes a new one)", stale, output)
 
 
@@ -188,12 +188,12 @@ def _run_phases(
     report = []
     for phase in phases:
         here = phase_dir(root, phase)
-        done = out.read_json(out.join(here, COMPLETE))
+        done = beam_files.read_json(beam_files.join(here, COMPLETE))
         resumed = done is not None
         if resumed:
             log.info("phase %s: finished by an earlier run, resumed after it", phase.dirname)
         else:
-            out.remove(here)  # what a killed run left of this phase
+            beam_files.remove(here)  # what a killed run left of this phase
             clock = time.perf_counter()
             pipeline = beam.Pipeline(options=options)
             build_phase(pipeline, phases, phase, root, patterns, config, reader=reader)
@@ -207,7 +207,7 @@ def _run_phases(
                 "counters": None if counters is None else [[ns, name, value] for (ns, name), value in sorted(counters.items())],
                 "seconds": round(time.perf_counter() - clock, 3),
             }
-            out.write_json(out.join(here, COMPLETE), done)
+            beam_files.write_json(beam_files.join(here, COMPLETE), done)
         if done["counters"] is None:
             metrics = False
         else:
@@ -262,7 +262,7 @@ def run_curation(
         key = run_key(config, _input_files(patterns), index, warc_prefix)
         out.clear_staging(output, keep=key if resume else None)
         root = out.staging_dir(output, key)
-        state = out.read_json(out.join(root, STATE))
+        state = beam_files.read_json(beam_files.join(root, STATE))
         if state is None:
             state = {"run_id": out.new_run_id(), "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}
             _write_state(root, state)
@@ -290,7 +290,7 @@ def run_curation(
             # [while running ...]"): that is Ctrl-C too. Any other failure goes on up.
             if not isinstance(exc, KeyboardInterrupt) and not _is_interrupt(exc):
                 raise
-            finished = [p.dirname for p in phases if out.exists(out.join(phase_dir(root, p), COMPLETE))]
+            finished = [p.dirname for p in phases if beam_files.exists(beam_files.join(phase_dir(root, p), COMPLETE))]
             if finished:
                 raise Interrupted(
                     f"interrupted; phase(s) {', '.join(finished)} of {len(phases)} are kept in {root}:"
@@ -321,22 +321,22 @@ def _is_interrupt(exc: BaseException) -> bool:
 
 
 def _drop_staging(output: str, root: str) -> None:
-    out.remove(root)
-    staging = out.join(output, out.STAGING)
-    if out.is_local(staging) and os.path.isdir(staging) and not os.listdir(staging):
+    beam_files.remove(root)
+    staging = beam_files.join(output, out.STAGING)
+    if beam_files.is_local(staging) and os.path.isdir(staging) and not os.listdir(staging):
         os.rmdir(staging)
 
 
 def _write_state(root: str, state: dict[str, Any]) -> None:
-    if out.is_local(root):
+    if beam_files.is_local(root):
         os.makedirs(root, exist_ok=True)
-    out.write_json(out.join(root, STATE), state)
+    beam_files.write_json(beam_files.join(root, STATE), state)
 
 
 def _publish(output, root, phases, run_id, state, counters, report, config, patterns, runner, wall, index, warc_prefix, n_bytes):
-    tables = out.join(phase_dir(root, phases[-1]), TABLES_DIR)
+    tables = beam_files.join(phase_dir(root, phases[-1]), TABLES_DIR)
     # A run killed while publishing has moved its tables already: count them there.
-    written = out.table_summary(tables if out.exists(tables) or not out.is_local(output) else out.version_dir(output, run_id))
+    written = out.table_summary(tables if beam_files.exists(tables) or not beam_files.is_local(output) else out.version_dir(output, run_id))
     counters_source = "runner metrics"
     if counters is None:
         counters = counters_from_rows(config, written)

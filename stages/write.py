@@ -3,7 +3,7 @@
 Shards are written by Beam's Parquet sink, which writes temporary files and
 renames them at finalisation, so no half-written shard ever carries a final name.
 The last phase of a run writes into its staging directory; ``publish`` then makes
-them the output's current version in one atomic switch (see ``pipeline.output``).
+them the output's current version in one atomic switch (see ``pipeline.publication``).
 """
 
 from __future__ import annotations

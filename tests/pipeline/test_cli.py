@@ -48,7 +48,8 @@ def test_unknown_flag_is_an_error(tmp_path, capsys):
 
 
 def test_beam_flags_pass_through_with_either_spelling():
-    from mmcurate.pipeline.cli import _run_parser, split_beam_args
+    from mmcurate.pipeline.cli import _run_parser
+    from mmcurate.pipeline.command_start import split_beam_args
 
     mine, beam_args = split_beam_args(
         ["a.warc", "--runner", "DirectRunner", "--output", "o", "--direct_num_workers=2", "b.warc"], _run_parser()
@@ -172,12 +173,12 @@ def test_bad_run_input_is_one_line_and_exit_2_before_the_pipeline_starts(case, t
 
 def test_good_inputs_pass_the_checks(tmp_path):
     """The shipped models, a real blocklist and a fresh output directory pass."""
-    from mmcurate.pipeline.cli import _beam_option_parser
+    from mmcurate.pipeline.command_start import beam_option_parser
     from mmcurate.pipeline.config import load_config
     from mmcurate.pipeline.preflight import check_run
 
     blocklist = tmp_path / "domains.txt"
     blocklist.write_text("# domains\nspam.example\n")
     config = load_config(None, [f"heuristics.urls.domain_blocklists=[{blocklist}]", "run.stages=heuristics,quality"])
-    check_run(config, str(tmp_path / "new" / "out"), ["--runner=DirectRunner", "--direct_num_workers", "2"], _beam_option_parser)
+    check_run(config, str(tmp_path / "new" / "out"), ["--runner=DirectRunner", "--direct_num_workers", "2"], beam_option_parser)
     assert not (tmp_path / "new").exists()  # checking creates nothing

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from mmcurate.pipeline import inspect_cmd
 from mmcurate.pipeline.cli import main
+from mmcurate.pipeline.run_output import connect
 
 
 def test_tables_align_wide_characters_in_terminal_columns():
@@ -32,7 +33,7 @@ def test_doc_by_url_or_doc_id_prefix(report_run, capsys):
 
 def test_an_ambiguous_prefix_lists_the_documents(report_run, capsys):
     out, ids = report_run
-    con, views = inspect_cmd.connect(str(out))
+    con, views = connect(str(out))
     everything = inspect_cmd.find_documents(con, views, "")
     assert everything == []  # an empty key names nothing
     by_first = {}
@@ -57,3 +58,15 @@ def test_a_mistyped_reason_gets_the_closest_code(report_run, capsys):
     assert "; did you mean gopher.too_few_words (declared, no rows in this run)" in err
     assert main(["inspect", str(out), "--reason", "zzzz"]) == 1
     assert "codes in this run: " in capsys.readouterr().err
+
+
+def test_a_wide_character_at_the_cut_is_dropped_and_tabs_keep_the_columns():
+    # "ab中文" in 4 columns: "ab" and the ellipsis; 中 would straddle the edge.
+    assert inspect_cmd._cell("ab中文", 4) == "ab…"
+    assert inspect_cmd._cell("abc中文", 4) == "abc…"
+    text = inspect_cmd.format_rows(["value", "n"], [["a\tb", 1], ["港\n口", 22]])
+    header, _, first, second, _ = text.splitlines()
+    assert first.startswith("a b ") and second.startswith("港 口")
+    col = inspect_cmd.display_width(header[: header.rindex("n")])
+    for line, value in ((first, "1"), (second, "22")):
+        assert inspect_cmd.display_width(line[: line.rindex(value)]) == col, line

@@ -13,8 +13,9 @@ from warcio.archiveiterator import ArchiveIterator
 
 from mmcurate.filters.sources import pointer_key
 from mmcurate.pipeline.cli import main
-from mmcurate.pipeline.inspect_cmd import connect
-from mmcurate.pipeline.report import render, source_yields
+from mmcurate.pipeline.report.page import render
+from mmcurate.pipeline.report.sources import source_yields
+from mmcurate.pipeline.run_output import connect
 from mmcurate.schemas.tables import DECISIONS, DOCUMENTS, to_table
 from mmcurate.stages.engines.source_plan import POINTERS_SCHEMA, summary_path
 

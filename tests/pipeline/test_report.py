@@ -20,7 +20,8 @@ from lxml import html as lxml_html
 
 from mmcurate.filters import reasons
 from mmcurate.pipeline.cli import main
-from mmcurate.pipeline.report import CSP, REPORT, write_report
+from mmcurate.pipeline.report.command import REPORT, write_report
+from mmcurate.pipeline.report.page import CSP
 from mmcurate.schemas.tables import PAIRS, PAIRS_SCHEMA, to_table
 
 ROOT = Path(__file__).resolve().parents[2]

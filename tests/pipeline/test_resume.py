@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from mmcurate.filters import reasons
-from mmcurate.pipeline import output as out
+from mmcurate.pipeline import publication as out
 from mmcurate.pipeline.cli import main
 from mmcurate.schemas.tables import TABLES
 

@@ -154,7 +154,7 @@ def test_progress_line_gives_rate_share_and_eta():
 def test_funnel_from_rows_matches_the_metrics(direct, tmp_path):
     """For runners without metrics (DaskRunner): the page funnel follows from rows."""
     _, _, want = direct
-    from mmcurate.pipeline import output as out
+    from mmcurate.pipeline import publication as out
 
     written = out.table_summary(want["output"])
     counters = counters_from_rows(load_config(), written)

@@ -201,7 +201,7 @@ def test_end_to_end_kept_text_redacted_and_manifest(run):
 
 def test_end_to_end_safety_funnel_in_manifest_printout_and_report(run):
     from mmcurate.pipeline.manifest import format_funnel
-    from mmcurate.pipeline.report import render
+    from mmcurate.pipeline.report.page import render
 
     out, _ = run
     manifest = json.loads((out / "manifest.json").read_text())

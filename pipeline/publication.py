@@ -1,4 +1,5 @@
-"""The output directory: a lock, staging, atomic publication, and reading tables back.
+"""Publishing a run into its output directory: a lock, staging, versions, the atomic
+switch, and the row counts of what was published.
 
 Layout of a local output directory ``DIR``::
 
@@ -28,7 +29,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import json
 import os
 import posixpath
 import shutil
@@ -39,25 +39,18 @@ from typing import Any, Iterator, Optional
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
+from mmcurate.pipeline.beam_files import is_local, join, open_read, remove, write_json
+from mmcurate.pipeline.run_output import MANIFEST, table_files
 from mmcurate.schemas.tables import DECISIONS, DOCUMENTS, PAIRS, TABLES
 
 STAGING = ".staging"
 VERSIONS = ".versions"
 CURRENT = ".current"
 LOCK = ".lock"
-MANIFEST = "manifest.json"
 
 
 class OutputBusy(RuntimeError):
     """Another run holds the output directory's lock."""
-
-
-def is_local(path: str) -> bool:
-    return "://" not in path
-
-
-def join(*parts: str) -> str:
-    return posixpath.join(*parts) if is_local(parts[0]) else FileSystems.join(*parts)
 
 
 def new_run_id() -> str:
@@ -72,21 +65,6 @@ def version_dir(output: str, run_id: str) -> str:
     return join(output, VERSIONS, run_id)
 
 
-def _remove(path: str) -> None:
-    if is_local(path):
-        if os.path.islink(path) or os.path.isfile(path):
-            os.remove(path)
-        else:
-            shutil.rmtree(path, ignore_errors=True)
-    elif FileSystems.exists(path):
-        FileSystems.delete([path])
-
-
-def remove(path: str) -> None:
-    """Remove a file or a directory tree, if it exists."""
-    _remove(path)
-
-
 def clear_staging(output: str, keep: Optional[str] = None) -> None:
     """Remove what earlier runs left in staging, except the run key ``keep``."""
     root = join(output, STAGING)
@@ -98,12 +76,12 @@ def clear_staging(output: str, keep: Optional[str] = None) -> None:
                 shutil.rmtree(join(root, name), ignore_errors=True)
         return
     if keep is None:
-        _remove(root)
+        remove(root)
         return
     matched = FileSystems.match([join(root, "*")])[0].metadata_list
     stale = {m.path[len(root) :].lstrip("/").split("/", 1)[0] for m in matched} - {keep}
     for name in stale:
-        _remove(join(root, name))
+        remove(join(root, name))
 
 
 @contextlib.contextmanager
@@ -133,12 +111,6 @@ def lock_output(output: str) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # releases the lock
-
-
-def table_files(directory: str, table: str) -> list[str]:
-    pattern = join(directory, table, "*.parquet")
-    matched = FileSystems.match([pattern])[0].metadata_list
-    return sorted(m.path for m in matched)
 
 
 def _link(target: str, path: str) -> None:
@@ -174,7 +146,7 @@ def publish(output: str, tables: str, run_id: str, manifest: dict[str, Any]) -> 
     version = version_dir(output, run_id)
     if os.path.isdir(tables):
         os.makedirs(join(output, VERSIONS), exist_ok=True)
-        _remove(version)  # left by an earlier publication of this run that did not finish
+        remove(version)  # left by an earlier publication of this run that did not finish
         os.replace(tables, version)
     for table in TABLES:
         os.makedirs(join(version, table), exist_ok=True)
@@ -191,7 +163,7 @@ def publish(output: str, tables: str, run_id: str, manifest: dict[str, Any]) -> 
     _link(posixpath.join(VERSIONS, run_id), join(output, CURRENT))
     for name in os.listdir(output):
         if ".tmp-" in name:  # a link or manifest a killed publication left half made
-            _remove(join(output, name))
+            remove(join(output, name))
     versions = join(output, VERSIONS)
     for name in os.listdir(versions):
         if name != run_id:
@@ -216,42 +188,6 @@ def current_tables(output: str) -> str:
     return output
 
 
-def write_json(path: str, data: dict[str, Any]) -> None:
-    text = json.dumps(data, indent=2, sort_keys=False, ensure_ascii=False) + "\n"
-    if is_local(path):
-        tmp = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    else:
-        with FileSystems.create(path, mime_type="application/json") as fh:
-            fh.write(text.encode("utf-8"))
-
-
-def read_json(path: str) -> Optional[dict[str, Any]]:
-    """The JSON object at ``path``, or None when there is none (or it is unreadable)."""
-    try:
-        if is_local(path):
-            with open(path, encoding="utf-8") as fh:
-                return json.load(fh)
-        if not FileSystems.exists(path):
-            return None
-        with FileSystems.open(path) as fh:
-            return json.loads(fh.read().decode("utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
-def exists(path: str) -> bool:
-    return os.path.exists(path) if is_local(path) else FileSystems.exists(path)
-
-
-def _open(path: str):
-    return open(path, "rb") if is_local(path) else FileSystems.open(path)
-
-
 def table_summary(directory: str) -> dict[str, Any]:
     """Row counts of each table, and decision rows by (subject, stage, kind, reason)."""
     summary: dict[str, Any] = {}
@@ -259,19 +195,19 @@ def table_summary(directory: str) -> dict[str, Any]:
         files = table_files(directory, table)
         rows = 0
         for path in files:
-            with _open(path) as fh:
+            with open_read(path) as fh:
                 rows += pq.ParquetFile(fh).metadata.num_rows
         summary[table] = {"files": len(files), "rows": rows}
     counts: Counter[tuple[str, str, str, str]] = Counter()
     for path in table_files(directory, DECISIONS):
-        with _open(path) as fh:
+        with open_read(path) as fh:
             columns = pq.read_table(fh, columns=["subject", "stage", "kind", "reason"]).to_pydict()
         counts.update(zip(columns["subject"], columns["stage"], columns["kind"], columns["reason"]))
     summary["decision_counts"] = counts
     # Source documents of the pairs: rejected ones (recycled) and kept ones.
     sources: dict[bool, set[str]] = {False: set(), True: set()}
     for path in table_files(directory, PAIRS):
-        with _open(path) as fh:
+        with open_read(path) as fh:
             columns = pq.read_table(fh, columns=["doc_id", "source_kept"]).to_pydict()
         for doc_id, kept in zip(columns["doc_id"], columns["source_kept"]):
             sources[bool(kept)].add(doc_id)

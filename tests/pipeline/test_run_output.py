@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 import fakefs
-from mmcurate.pipeline import remote_output
+from mmcurate.pipeline import run_output
 from mmcurate.pipeline.cli import main
 
 
@@ -24,9 +24,9 @@ def remote_run(report_run, tmp_path):
 
 def test_table_files_and_local_copy_go_through_filesystems(remote_run):
     url, local, _ = remote_run
-    files = remote_output.table_files(url, "documents")
+    files = run_output.table_files(url, "documents")
     assert files and all(f.startswith("mmfake://bucket/curated/documents/") for f in files)
-    with remote_output.local_copy(url) as copy:
+    with run_output.local_copy(url) as copy:
         assert copy != str(local) and (local / "manifest.json").read_bytes() == open(f"{copy}/manifest.json", "rb").read()
         copied = sorted(p.name for p in (local / "documents").glob("*.parquet"))
         assert sorted(p.rsplit("/", 1)[1] for p in files) == copied
