@@ -22,8 +22,15 @@ from mmcurate.pipeline.config import (
     RunConfig,
     load_config,
 )
-from mmcurate.pipeline.command_start import beam_option_parser, configure_logging, start_command, with_runner_preset
-from mmcurate.runners.presets import PRESETS, PresetError, describe
+from mmcurate.pipeline.command_start import (
+    add_runner_flags,
+    beam_option_parser,
+    command_parser,
+    configure_logging,
+    start_command,
+    with_runner_preset,
+)
+from mmcurate.runners.presets import PresetError
 from mmcurate.runners.quiet_workers import QuietWorkerStartup, uses_worker_processes
 
 log = logging.getLogger("mmcurate")
@@ -55,11 +62,8 @@ outputs under --output DIR:
 
 
 def _run_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="mmcurate run",
-        description="Curate WARC files into interleaved image-text documents, as Parquet shards.",
-        epilog=RUN_EPILOG + "\nrunner presets (--runner-preset NAME, options with --runner-opt NAME=VALUE):\n" + describe(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+    parser = command_parser(
+        "mmcurate run", "Curate WARC files into interleaved image-text documents, as Parquet shards.", RUN_EPILOG
     )
     parser.add_argument(
         "inputs",
@@ -99,20 +103,7 @@ def _run_parser() -> argparse.ArgumentParser:
         metavar="PREFIX",
         help="prefix for the index's relative warc_filename values, e.g. s3://commoncrawl/",
     )
-    parser.add_argument(
-        "--runner-preset",
-        choices=sorted(PRESETS),
-        help="Beam flags for a runner (see 'runner presets' below); explicit Beam flags override the preset's "
-        "(default: none, Beam's DirectRunner with its own defaults: one worker, in memory)",
-    )
-    parser.add_argument(
-        "--runner-opt",
-        dest="runner_options",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="a parameter of the runner preset (repeatable), e.g. --runner-opt endpoint=localhost:8099",
-    )
+    add_runner_flags(parser)
     parser.add_argument(
         "--limit",
         type=int,

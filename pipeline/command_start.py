@@ -9,7 +9,7 @@ import argparse
 import logging
 from typing import Optional, Sequence, TextIO
 
-from mmcurate.runners.presets import PresetError, parse_runner_options, preset_args
+from mmcurate.runners.presets import PRESETS, PresetError, describe, parse_runner_options, preset_args
 
 
 class _DropNoise(logging.Filter):
@@ -86,6 +86,35 @@ def split_beam_args(argv: Sequence[str], ours: argparse.ArgumentParser) -> tuple
             i += 1
         i += 1
     return mine, beams
+
+
+def command_parser(prog: str, description: str, epilog: str) -> argparse.ArgumentParser:
+    """The parser of a command that runs a Beam pipeline: its help ends with the
+    runner presets and their options; ``add_runner_flags`` adds the flags that use them."""
+    return argparse.ArgumentParser(
+        prog=prog,
+        description=description,
+        epilog=epilog + "\nrunner presets (--runner-preset NAME, options with --runner-opt NAME=VALUE):\n" + describe(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+
+
+def add_runner_flags(parser: argparse.ArgumentParser) -> None:
+    """``--runner-preset NAME`` and ``--runner-opt NAME=VALUE`` (``with_runner_preset`` reads them)."""
+    parser.add_argument(
+        "--runner-preset",
+        choices=sorted(PRESETS),
+        help="Beam flags for a runner (see 'runner presets' below); explicit Beam flags override the preset's "
+        "(default: none, Beam's DirectRunner with its own defaults: one worker, in memory)",
+    )
+    parser.add_argument(
+        "--runner-opt",
+        dest="runner_options",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a parameter of the runner preset (repeatable), e.g. --runner-opt endpoint=localhost:8099",
+    )
 
 
 def start_command(

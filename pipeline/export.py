@@ -18,7 +18,7 @@ from collections import Counter
 from typing import Any, Optional, Sequence, TextIO
 
 from mmcurate.pipeline import beam_files
-from mmcurate.pipeline.command_start import start_command, with_runner_preset
+from mmcurate.pipeline.command_start import add_runner_flags, command_parser, start_command, with_runner_preset
 from mmcurate.pipeline.export_shards import (
     EXPORT_TABLES,
     EXTENSIONS,
@@ -41,17 +41,16 @@ class ExportError(ValueError):
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="mmcurate export",
-        description="Write a run's documents (or pairs) with their image bytes joined in, as shards a trainer "
+    parser = command_parser(
+        "mmcurate export",
+        "Write a run's documents (or pairs) with their image bytes joined in, as shards a trainer "
         "reads directly: WebDataset tar, JSON lines or Parquet with the images inline.",
-        epilog="examples:\n"
+        "examples:\n"
         "  mmcurate export out --format webdataset --output shards/\n"
         "  mmcurate export out --table pairs --format parquet-embedded --output pairs-shards/\n"
         "  mmcurate export gs://b/curated --format webdataset --output gs://b/wds --runner-preset dataflow ...\n\n"
         "Each shard NNNNN.EXT gets NNNNN_stats.json (rows, images embedded and missing, bytes, languages);\n"
-        "export.json holds the totals. Every flag not listed above goes to Beam's PipelineOptions.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "export.json holds the totals. Every flag not listed above goes to Beam's PipelineOptions.\n",
     )
     parser.add_argument("directory", metavar="DIR", help="a finished run's output directory (local, gs://, s3://, ...)")
     parser.add_argument("--format", "-f", required=True, choices=FORMATS, help="shard format")
@@ -60,9 +59,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="documents (interleaved, default) or pairs (image-text pairs)")
     parser.add_argument("--shard-size", type=int, default=DEFAULT_SHARD_SIZE, metavar="N",
                         help=f"rows per shard at most, in whole Parquet row groups (default {DEFAULT_SHARD_SIZE})")
-    parser.add_argument("--runner-preset", help="Beam flags for a runner, as for mmcurate run")
-    parser.add_argument("--runner-opt", dest="runner_options", action="append", default=[], metavar="NAME=VALUE",
-                        help="a parameter of the runner preset (repeatable)")
+    add_runner_flags(parser)
     return parser
 
 

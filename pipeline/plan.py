@@ -17,8 +17,8 @@ import time
 from typing import Any, Sequence
 
 from mmcurate.pipeline.config import ConfigError, PlanConfig, load_config
-from mmcurate.pipeline.command_start import start_command, with_runner_preset
-from mmcurate.runners.presets import PresetError, describe
+from mmcurate.pipeline.command_start import add_runner_flags, command_parser, start_command, with_runner_preset
+from mmcurate.runners.presets import PresetError
 
 log = logging.getLogger(__name__)
 
@@ -47,11 +47,8 @@ class PlanInputError(ValueError):
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="mmcurate plan",
-        description="Choose the next Common Crawl records to read from what earlier runs yielded per source.",
-        epilog=EPILOG + "\nrunner presets (--runner-preset NAME, options with --runner-opt NAME=VALUE):\n" + describe(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+    parser = command_parser(
+        "mmcurate plan", "Choose the next Common Crawl records to read from what earlier runs yielded per source.", EPILOG
     )
     parser.add_argument("runs", nargs="*", metavar="RUN_DIR", help="output directories of earlier runs")
     parser.add_argument("--index", required=True, metavar="INDEX", help="CC columnar-index extract (Parquet/CSV, or a glob)")
@@ -62,11 +59,7 @@ def _parser() -> argparse.ArgumentParser:
         "--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
         help="override one config value (repeatable), e.g. --set plan.seed=7",
     )
-    parser.add_argument("--runner-preset", metavar="NAME", help="a runner preset (see below)")
-    parser.add_argument(
-        "--runner-opt", dest="runner_options", action="append", default=[], metavar="NAME=VALUE",
-        help="an option of the runner preset (repeatable)",
-    )
+    add_runner_flags(parser)
     parser.add_argument("--quiet", "-q", action="store_true", help="print only the summary line")
     parser.add_argument("--verbose", "-v", action="store_true", help="show Beam's own INFO logging")
     return parser
