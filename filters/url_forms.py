@@ -9,8 +9,24 @@
 - ``rule_url`` (and ``url_host``): the URL as the URL rules (blocklists) see it:
   host in Unicode, ``www.`` dropped, path and query as written.
 - ``capture_key``: the SURT that matches an image URL written on a page to a
-  capture of it in the input WARCs.
+  capture of it in the input WARCs (the ``surt`` package).
+
+Why they are not one form (tests/filters/test_url_forms.py shows each):
+
+- ``canonical_url`` is written here rather than taken from ``url-normalize``:
+  that package merges empty path segments (``/photos//2019/a.jpg`` becomes
+  ``/photos/2019/a.jpg``, another object on S3 and most object stores) and leaves
+  ``[`` and ``]`` unescaped in a path, so the URL it gives is not always the one
+  the page points at (``test_canonical_url_keeps_the_resource``).
+- ``dedup_key`` is built from the URL as captured, by ``url-normalize``, not from
+  ``canonical_url``: it keeps a ``#!`` route as ``_escaped_fragment_``, where the
+  fetch form drops the fragment, so that two routes of one single-page site stay
+  two pages (``test_dedup_key_keeps_hashbang_routes_apart``); and it merges more
+  spellings (dot segments, empty segments) than a fetch may.
+- ``rule_url`` keeps path and query as the page writes them, so that a substring
+  entry of a blocklist matches what it was written against.
 """
+
 
 from __future__ import annotations
 

@@ -1,8 +1,10 @@
-"""The forms of a URL: the dedup key, the rules' view."""
+"""The forms of a URL: the canonical (fetch) form, the dedup key, the rules' view,
+the capture key; and why they are not one."""
 
 import pytest
+from url_normalize import url_normalize
 
-from mmcurate.filters.url_forms import dedup_key, rule_url
+from mmcurate.filters.url_forms import canonical_url, capture_key, dedup_key, rule_url
 
 
 @pytest.mark.parametrize(
@@ -36,3 +38,44 @@ def test_dedup_key_scheme_folding_and_params_are_configurable():
 )
 def test_rule_url(url, normalised):
     assert rule_url(url) == normalised
+
+
+@pytest.mark.parametrize(
+    "a, b",
+    [
+        ("HTTP://Images.Example.ORG:80/a%7e/b c.jpg#top", "http://images.example.org/a~/b%20c.jpg"),
+        ("https://example.org:443", "https://example.org/"),
+        ("http://bücher.example/x.jpg", "http://xn--bcher-kva.example/x.jpg"),
+    ],
+)
+def test_canonical_url_is_shared_by_spellings_and_stable(a, b):
+    assert canonical_url(a) == canonical_url(b) == b
+    assert canonical_url(canonical_url(a)) == canonical_url(a)
+
+
+def test_canonical_url_keeps_the_resource():
+    """What url-normalize would change: an empty path segment (another key on S3)
+    and unescaped brackets."""
+    s3 = "https://bucket.s3.amazonaws.com/photos//2019/a.jpg"
+    assert url_normalize(s3) == "https://bucket.s3.amazonaws.com/photos/2019/a.jpg"
+    assert canonical_url(s3) == s3
+    assert url_normalize("http://ex.com/a[1].jpg") == "http://ex.com/a[1].jpg"
+    assert canonical_url("http://ex.com/a[1].jpg") == "http://ex.com/a%5B1%5D.jpg"
+
+
+def test_non_http_and_unparseable_urls_are_returned_stripped():
+    for url in ("data:image/png;base64,AAAA", "/relative.jpg", "http://a.b:99999/x", "http://[%5B::1%5D]/x"):
+        assert canonical_url(f" {url} ") == url
+
+
+def test_dedup_key_keeps_hashbang_routes_apart():
+    """Two routes of a single-page site are two pages to dedup, though a fetch of
+    either asks the server for the same URL."""
+    a, b = "http://spa.example/#!/a", "http://spa.example/#!/b"
+    assert canonical_url(a) == canonical_url(b) == "http://spa.example/"
+    assert dedup_key(a) != dedup_key(b)
+    assert dedup_key(a) == "https://spa.example/?_escaped_fragment_=%2Fa"
+
+
+def test_capture_key_reads_past_spellings():
+    assert capture_key("https://www.Example.org/a%2Cb.jpg?y=2&x=1") == capture_key("http://example.org/a,b.jpg?x=1&y=2")
