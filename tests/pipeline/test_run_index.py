@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from mmcurate.pipeline.cli import main
-from mmcurate.stages.read_index import warc_path
+from mmcurate.stages.engines.warc.index_pointers import warc_path
 
 DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "warc" / "demo.warc.gz"
 

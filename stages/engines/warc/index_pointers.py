@@ -1,0 +1,128 @@
+"""CC-index pointers: the WARC file and byte range of one record, as the Common
+Crawl columnar index (and the CDX index) gives them for every capture:
+``warc_filename``, ``warc_record_offset``, ``warc_record_length`` (the columnar
+index's column names, https://commoncrawl.org/columnar-index). Pointer files are
+Parquet or CSV/TSV with these columns; each range holds one gzip member (one
+record), read with a seek and one read (on s3:// and gs://, a ranged GET)."""
+
+from __future__ import annotations
+
+import posixpath
+from typing import BinaryIO, Callable, Iterator, NamedTuple
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+INDEX_COLUMNS = ("warc_filename", "warc_record_offset", "warc_record_length")
+_BATCH_ROWS = 10_000
+
+
+class InvalidPointer(Exception):
+    """An index row that does not name a readable byte range."""
+
+
+class ShortRange(Exception):
+    """The WARC file ends before the pointed-at range does."""
+
+
+class BadIndex(ValueError):
+    """An index file that is not Parquet/CSV or lacks a required column."""
+
+
+class RecordPointer(NamedTuple):
+    path: str
+    offset: int
+    length: int
+
+
+def warc_path(filename: str, prefix: str) -> str:
+    """The full path of an index's ``warc_filename``: a path with a scheme or an
+    absolute local path is kept, anything else goes after ``prefix``."""
+    if "://" in filename or filename.startswith("/") or not prefix:
+        return filename
+    if "://" in prefix:
+        return prefix.rstrip("/") + "/" + filename.lstrip("/")
+    return posixpath.join(prefix, filename)
+
+
+def is_csv(path: str) -> bool:
+    """A CSV (or TSV) index, by its name; anything else is read as Parquet."""
+    return path.lower().endswith((".csv", ".csv.gz", ".tsv"))
+
+
+def _delimiter(path: str) -> str:
+    return "\t" if path.lower().endswith(".tsv") else ","
+
+
+def _check_columns(path: str, names) -> None:
+    missing = [c for c in INDEX_COLUMNS if c not in names]
+    if missing:
+        raise BadIndex(f"index {path}: no column {', '.join(missing)} (needs {', '.join(INDEX_COLUMNS)})")
+
+
+def csv_batches(fh: BinaryIO, path: str) -> Iterator[pa.RecordBatch]:
+    """The pointer columns of the CSV/TSV index ``path``, open (decompressed) as ``fh``."""
+    reader = pacsv.open_csv(
+        fh,
+        parse_options=pacsv.ParseOptions(delimiter=_delimiter(path)),
+        convert_options=pacsv.ConvertOptions(
+            include_columns=list(INDEX_COLUMNS),
+            column_types={"warc_record_offset": pa.int64(), "warc_record_length": pa.int64()},
+        ),
+    )
+    yield from reader
+
+
+def parquet_batches(fh: BinaryIO, path: str) -> Iterator[pa.RecordBatch]:
+    """The pointer columns of the Parquet index ``path``, open as ``fh``."""
+    parquet = pq.ParquetFile(fh)
+    _check_columns(path, parquet.schema_arrow.names)
+    yield from parquet.iter_batches(batch_size=_BATCH_ROWS, columns=list(INDEX_COLUMNS))
+
+
+def check_csv_header(header: bytes, path: str) -> None:
+    """Fails (BadIndex) unless the CSV/TSV header line names the pointer columns."""
+    line = header.decode("utf-8", errors="replace")
+    _check_columns(path, [n.strip().strip('"') for n in line.rstrip("\r\n").split(_delimiter(path))])
+
+
+def check_parquet_schema(fh: BinaryIO, path: str) -> None:
+    """Fails (BadIndex) unless the Parquet file open as ``fh`` has the pointer columns."""
+    _check_columns(path, pq.ParquetFile(fh).schema_arrow.names)
+
+
+def pointers(batch: pa.RecordBatch, prefix: str) -> Iterator[RecordPointer]:
+    """The pointers of one batch of index rows, ``prefix`` applied; a missing value
+    gives a pointer that ``read_range`` refuses."""
+    columns = batch.to_pydict()
+    for name, offset, length in zip(*(columns[c] for c in INDEX_COLUMNS)):
+        full = warc_path(name, prefix) if name else ""
+        offset = -1 if offset is None else int(offset)
+        length = 0 if length is None else int(length)
+        yield RecordPointer(full, offset, length)
+
+
+def pointer_key(pointer: RecordPointer) -> str:
+    """A pointer as one string (to deduplicate and spread pointers)."""
+    # The path goes last: it may hold ':' itself.
+    return f"{pointer.offset}:{pointer.length}:{pointer.path}"
+
+
+def pointer_from_key(key: str) -> RecordPointer:
+    offset, length, path = key.split(":", 2)
+    return RecordPointer(path, int(offset), int(length))
+
+
+def read_range(pointer: RecordPointer, open_file: Callable[[str], BinaryIO]) -> bytes:
+    """The bytes the pointer names, from the file ``open_file(path)`` opens. Raises
+    ``InvalidPointer``, ``ShortRange`` or the filesystem's error."""
+    path, offset, length = pointer
+    if not path or offset < 0 or length <= 0:
+        raise InvalidPointer(f"pointer ({path!r}, {offset}, {length})")
+    with open_file(path) as raw:
+        raw.seek(offset)
+        blob = raw.read(length)
+    if len(blob) < length:
+        raise ShortRange(f"{len(blob)} of {length} bytes at {offset}: the file ends")
+    return blob
