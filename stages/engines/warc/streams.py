@@ -47,18 +47,6 @@ class ReplayStream:
         self._pos = pos
 
 
-def _read_upto(stream, size: int) -> bytes:
-    """Up to ``size`` bytes (fewer only at the end of the stream)."""
-    chunks, total = [], 0
-    while total < size:
-        block = stream.read(size - total)
-        if not block:
-            break
-        chunks.append(block)
-        total += len(block)
-    return b"".join(chunks)
-
-
 class RangeStream:
     """A read-only view of ``raw`` from byte ``start`` for ``size`` bytes (``size`` < 0:
     to the end), positions counted from ``start``; seekable when ``raw`` is, so that
