@@ -12,6 +12,8 @@ from mmcurate.filters.text import TextView, view_of
 from mmcurate.filters.verdict import Verdict, keep, reject
 from mmcurate.schemas import Document
 
+# The one word-count signal of a document's main text (word units, ``text.word_units``):
+# the Gopher and OBELICS word bounds record their count under it too.
 WORD_COUNT = "content.word_count"
 TEXT_NODES = "content.text_nodes"
 IMAGE_COUNT = "content.image_count"

@@ -32,11 +32,11 @@ from typing import Mapping
 import numpy as np
 
 from mmcurate.filters import reasons
+from mmcurate.filters.content import WORD_COUNT
 from mmcurate.filters.text import TextView, ngram_hashes, token_ids, view_of
 from mmcurate.filters.verdict import Verdict, keep, reject
 from mmcurate.schemas import Document
 
-WORD_COUNT = "gopher.word_count"
 MEAN_WORD_LENGTH = "gopher.mean_word_length"
 SYMBOL_WORD_RATIO = "gopher.symbol_word_ratio"
 BULLET_LINES_RATIO = "gopher.bullet_lines_ratio"

@@ -45,12 +45,12 @@ from collections import Counter
 import numpy as np
 
 from mmcurate.filters import reasons
+from mmcurate.filters.content import WORD_COUNT
 from mmcurate.filters.text import TextView, char_ids, ngram_hashes, token_ids, view_of, word_units
 from mmcurate.filters.verdict import Verdict, keep, reject
 from mmcurate.schemas import Document
 
 IMAGE_COUNT = "obelics.image_count"
-WORD_COUNT = "obelics.word_count"
 IMAGE_WORD_RATIO = "obelics.image_word_ratio"
 SPECIAL_CHARACTER_RATIO = "obelics.special_character_ratio"
 CHARACTER_REPETITION_RATIO = "obelics.character_repetition_ratio"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from docfactory import make_doc
-from mmcurate.filters import c4, fineweb, gopher, nodes, obelics, reasons
+from mmcurate.filters import c4, content, fineweb, gopher, nodes, obelics, reasons
 from mmcurate.filters.text import count_words
 from mmcurate.pipeline.config import (
     C4Config,
@@ -106,7 +106,7 @@ def test_clean_pages_in_every_language_and_script_are_kept_by_every_rule(lang):
 def test_unspaced_pages_are_measured_per_character(lang, words):
     doc = clean_doc(lang, language=lang)
     verdict = GOPHER_QUALITY(doc)
-    assert verdict.keep and verdict.signals[gopher.WORD_COUNT] == words == count_words(doc.text)
+    assert verdict.keep and verdict.signals[content.WORD_COUNT] == words == count_words(doc.text)
     # mean word length is a spaced-script rule: not measured on a Chinese or Japanese page
     assert gopher.MEAN_WORD_LENGTH not in verdict.signals
     assert C4_RULES(doc).signals[c4.SENTENCES] >= 8
