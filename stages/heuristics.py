@@ -21,6 +21,7 @@ Counters (namespace ``heuristics``): ``kept``, ``rejected.<reason>``,
 
 from __future__ import annotations
 
+import inspect
 import logging
 import time
 from functools import partial
@@ -120,6 +121,24 @@ class WithSharedView:
         return self.step(doc, view=self.shared(doc))
 
 
+def with_settings(rule: Any, section: Any, **values: Any) -> partial:
+    """``rule`` with every keyword-only parameter (but ``view``) bound to ``values``
+    or else to the config field of the same name: the rule families' settings are
+    named as their rules' parameters. A parameter with neither is an error here,
+    when the steps are built, not on the first document."""
+    bound = {}
+    for name, param in inspect.signature(rule).parameters.items():
+        if param.kind is not param.KEYWORD_ONLY or name == "view":
+            continue
+        if name in values:
+            bound[name] = values[name]
+        elif name in type(section).model_fields:
+            bound[name] = getattr(section, name)
+        elif param.default is param.empty:
+            raise TypeError(f"{rule.__module__}.{rule.__name__}: no setting {name!r} in {type(section).__name__}")
+    return partial(rule, **bound)
+
+
 def heuristic_steps(
     config: HeuristicsConfig,
     *,
@@ -145,7 +164,7 @@ def heuristic_steps(
         steps.append(partial(content.min_images, min_images=config.min_images))
     o = config.obelics
     if o.enabled:
-        steps.append(partial(obelics.image_count, max_images=o.max_images))
+        steps.append(with_settings(obelics.image_count, o))
     steps.append(content.has_text)
     steps.append(partial(content.min_words, min_words=config.min_words))
     lang = config.language
@@ -169,78 +188,19 @@ def heuristic_steps(
         steps.append(flagged.FlaggedNodeCleanup(flagged_words, fw.max_node_ratio))
         steps.append(partial(nodes.nothing_left, min_images=config.min_images))
     # -- end of the safety block
+    # The document rule sets: each rule's thresholds are the fields of its config
+    # section of the same names (``with_settings``).
     g = config.gopher_quality
     if g.enabled:
-        steps.append(
-            partial(
-                gopher.quality,
-                min_words=g.min_words,
-                max_words=g.max_words,
-                min_mean_word_length=g.min_mean_word_length,
-                max_mean_word_length=g.max_mean_word_length,
-                max_symbol_word_ratio=g.max_symbol_word_ratio,
-                max_bullet_lines_ratio=g.max_bullet_lines_ratio,
-                max_ellipsis_lines_ratio=g.max_ellipsis_lines_ratio,
-                min_alphabetic_word_ratio=g.min_alphabetic_word_ratio,
-                min_stop_words=g.min_stop_words,
-                stop_words={language.canonical_language(k): frozenset(w.casefold() for w in v) for k, v in g.stop_words.items()},
-            )
-        )
+        stops = {language.canonical_language(k): frozenset(w.casefold() for w in v) for k, v in g.stop_words.items()}
+        steps.append(with_settings(gopher.quality, g, stop_words=stops))
     if o.enabled:
-        steps.append(
-            partial(obelics.word_bounds, min_words=o.min_words, max_words=o.max_words, max_image_word_ratio=o.max_image_word_ratio)
-        )
-    f = config.fineweb
-    if f.enabled:
-        steps.append(
-            partial(
-                fineweb.rules,
-                min_line_punctuation_ratio=f.min_line_punctuation_ratio,
-                short_line_chars=f.short_line_chars,
-                max_short_line_ratio=f.max_short_line_ratio,
-                max_duplicate_line_char_ratio=f.max_duplicate_line_char_ratio,
-                max_newline_word_ratio=f.max_newline_word_ratio,
-            )
-        )
-    c = config.c4
-    if c.enabled:
-        steps.append(
-            partial(
-                c4.rules,
-                min_sentences=c.min_sentences,
-                min_words_per_line=c.min_words_per_line,
-                max_no_terminal_punctuation_fraction=c.max_no_terminal_punctuation_fraction,
-                max_javascript_fraction=c.max_javascript_fraction,
-                max_policy_fraction=c.max_policy_fraction,
-                reject_lorem_ipsum=c.reject_lorem_ipsum,
-                reject_curly_bracket=c.reject_curly_bracket,
-            )
-        )
-    r = config.gopher_repetition
-    if r.enabled:
-        steps.append(
-            partial(
-                gopher.repetition,
-                max_duplicate_line_fraction=r.max_duplicate_line_fraction,
-                max_duplicate_paragraph_fraction=r.max_duplicate_paragraph_fraction,
-                max_duplicate_line_char_fraction=r.max_duplicate_line_char_fraction,
-                max_duplicate_paragraph_char_fraction=r.max_duplicate_paragraph_char_fraction,
-                max_top_ngram_char_fraction=dict(r.max_top_ngram_char_fraction),
-                max_duplicate_ngram_char_fraction=dict(r.max_duplicate_ngram_char_fraction),
-            )
-        )
+        steps.append(with_settings(obelics.word_bounds, o))
+    for section, rule in ((config.fineweb, fineweb.rules), (config.c4, c4.rules), (config.gopher_repetition, gopher.repetition)):
+        if section.enabled:
+            steps.append(with_settings(rule, section))
     if o.enabled:
-        steps.append(
-            partial(
-                obelics.text_ratios,
-                special_character_measure=o.special_character_measure,
-                max_special_character_ratio=o.max_special_character_ratio,
-                character_repetition_length=o.character_repetition_length,
-                max_character_repetition_ratio=o.max_character_repetition_ratio,
-                word_repetition_length=o.word_repetition_length,
-                max_word_repetition_ratio=o.max_word_repetition_ratio,
-            )
-        )
+        steps.append(with_settings(obelics.text_ratios, o))
     return [WithSharedView(step, shared) if getattr(step, "func", None) in _VIEW_RULES else step for step in steps]
 
 
