@@ -3,7 +3,7 @@
 Image rules take an ``ImageInfo`` (what the header of a decoded image says) and
 return a ``Verdict``; document rules take a ``Document`` whose image nodes carry
 retrieval results. Thresholds are keyword arguments bound from ``ImagesConfig``.
-The pHash helpers (Hamming distance, band keys) are here too: pure and small.
+The pHash Hamming distance is here too (its band keys are ``filters.lsh``): pure and small.
 
 Defaults and their sources live in ``pipeline.config.ImagesConfig``: OBELICS
 (Laurencon et al. 2023, sec. 4) keeps images with both sides in 150-20,000 px and
@@ -29,8 +29,6 @@ SIGNAL_PIXELS = "image.pixels"
 SIGNAL_FRAMES = "image.frames"
 SIGNAL_NUM_IMAGES = "images.count"
 SIGNAL_WORDS_PER_IMAGE = "images.words_per_image"
-
-PHASH_BITS = 64
 
 
 @dataclass(frozen=True)
