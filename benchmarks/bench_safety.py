@@ -30,7 +30,7 @@ from mmcurate.filters.language import load_language_model
 from mmcurate.filters.pii import redact_document
 from mmcurate.pipeline.config import load_config
 from mmcurate.schemas import Document
-from mmcurate.stages.extract import _page_metadata
+from mmcurate.stages.engines.extraction.page_documents import page_metadata
 from mmcurate.stages.engines.extraction.registry import load_extractor
 from mmcurate.stages.heuristics import heuristic_steps, load_flagged_words
 from mmcurate.stages.read import ReadWarc
@@ -87,7 +87,7 @@ def main() -> None:
             extraction = extractor(page.html, page.url, config.extract)
             doc = Document(
                 doc_id=page.doc_id, url=page.url, provenance=page.provenance, nodes=tuple(extraction.nodes),
-                title=extraction.title, metadata=_page_metadata(page, config.extract),
+                title=extraction.title, metadata=page_metadata(page, config.extract),
             )
             for step in text_steps:
                 result = step(doc)

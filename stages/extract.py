@@ -5,7 +5,8 @@ named in ``ExtractConfig.extractor`` (``engines/extraction/registry.py``). Extra
 of the text path's cost, so it is measured per document (``extract.seconds``) and
 guarded:
 
-- HTML larger than ``max_html_bytes`` (UTF-8) is not parsed: ``HtmlTooLarge``.
+- HTML larger than ``max_html_bytes`` (UTF-8) is not parsed: ``HtmlTooLarge``
+  (``engines/extraction/page_documents.py`` builds the document).
 - Each document has ``timeout_seconds``. With ``isolation: thread`` (the default)
   the extractor runs in the worker's process on a thread of its own
   (``engines/extraction/time_limit.ThreadedExtractor``): past the limit it is stopped inside that
@@ -34,9 +35,17 @@ from typing import Iterable, Optional
 
 import apache_beam as beam
 
-from mmcurate.filters.mt_page import page_markers
-from mmcurate.stages.config import ExtractConfig
 from mmcurate.schemas import Decision, Document, Page
+from mmcurate.stages.config import ExtractConfig
+from mmcurate.stages.engines.extraction.page_documents import (
+    SIGNAL_HTML_BYTES,
+    SIGNAL_SECONDS,
+    HtmlTooLarge,
+    extract_document,
+)
+from mmcurate.stages.engines.extraction.registry import load_extractor
+from mmcurate.stages.engines.extraction.result import Extraction, Extractor, checked
+from mmcurate.stages.engines.extraction.time_limit import ExtractionTimeout, ExtractorFailed, ExtractorProcess, ThreadedExtractor
 from mmcurate.stages.results import (
     ERRORS,
     KEPT,
@@ -46,24 +55,10 @@ from mmcurate.stages.results import (
     error_counter,
     error_decision,
 )
-from mmcurate.stages.engines.extraction.registry import load_extractor
-from mmcurate.stages.engines.extraction.result import Extraction, Extractor, with_canonical_urls
-from mmcurate.stages.engines.extraction.time_limit import ExtractionTimeout, ExtractorFailed, ExtractorProcess, ThreadedExtractor
 
 log = logging.getLogger(__name__)
 
 STAGE = "extract"
-
-SIGNAL_SECONDS = "extract.seconds"
-SIGNAL_HTML_BYTES = "extract.html_bytes"
-
-class HtmlTooLarge(Exception):
-    """The page's HTML is larger than ``max_html_bytes``; it was not parsed."""
-
-
-def html_size(html: str) -> int:
-    """Bytes of ``html`` in UTF-8 (lone surrogates from lenient decoding included)."""
-    return len(html.encode("utf-8", "surrogatepass"))
 
 
 class ExtractDocumentsFn(beam.DoFn):
@@ -93,44 +88,17 @@ class ExtractDocumentsFn(beam.DoFn):
     def _extract(self, html: str, url: str) -> Extraction:
         if self._process is not None:
             return self._process.extract(html, url)
-        result = self._extractor(html, url, self._config)
-        if not isinstance(result, Extraction):
-            raise TypeError(f"extractor {self._config.extractor!r} returned {type(result).__name__}, not Extraction")
-        return result
+        return checked(self._extractor(html, url, self._config), self._config.extractor)
 
     def process(self, page: Page) -> Iterable:
-        counters = self._counters
         started = time.perf_counter()
-        config = self._config
-        shell = Document(doc_id=page.doc_id, url=page.url, provenance=page.provenance, metadata=_page_metadata(page, config))
-        signals: dict[str, float] = {SIGNAL_HTML_BYTES: float(html_size(page.html))}
-        try:
-            if signals[SIGNAL_HTML_BYTES] > config.max_html_bytes:
-                raise HtmlTooLarge(
-                    f"{signals[SIGNAL_HTML_BYTES]:.0f} bytes of HTML, more than max_html_bytes={config.max_html_bytes}"
-                )
-            extraction = self._extract(page.html, page.url)
-        except Exception as exc:  # one page's failure is one error row, never a crash
-            signals[SIGNAL_SECONDS] = time.perf_counter() - started
-            yield beam.pvalue.TaggedOutput(ERRORS, self._error_row(shell.with_signals(signals), exc))
-            counters.micros(started)
-            return
-        signals[SIGNAL_SECONDS] = time.perf_counter() - started
-        # Machine-translation widgets and notices: only the raw HTML shows them.
-        signals.update(page_markers(page.html))
-        metadata = dict(extraction.metadata)
-        metadata.update(shell.metadata)
-        doc = dataclasses.replace(
-            shell,
-            nodes=with_canonical_urls(extraction.nodes),
-            title=extraction.title,
-            hreflang=tuple(extraction.hreflang),
-            signals=signals,
-            metadata=metadata,
-        )
-        counters.kept()
-        yield doc
-        counters.micros(started)
+        doc, failure = extract_document(page, self._config, self._extract)
+        if failure is not None:
+            yield beam.pvalue.TaggedOutput(ERRORS, self._error_row(doc, failure))
+        else:
+            self._counters.kept()
+            yield doc
+        self._counters.micros(started)
 
     def _error_row(self, doc: Document, exc: Exception) -> Decision:
         log.debug("extraction failed on %s", doc.url, exc_info=True)
@@ -147,16 +115,6 @@ class ExtractDocumentsFn(beam.DoFn):
             )
         self._counters.inc(error_counter(row.reason))
         return row
-
-
-def _page_metadata(page: Page, config: ExtractConfig) -> dict[str, str]:
-    return {
-        "charset": page.charset,
-        "charset_source": page.charset_source,
-        "content_type": page.content_type,
-        "http_status": str(page.http_status),
-        "extractor": config.extractor,
-    }
 
 
 class ExtractDocuments(beam.PTransform):

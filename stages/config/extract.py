@@ -17,7 +17,7 @@ class ExtractConfig(_Section):
     # "trafilatura" or a dotted path "package.module:callable" with the same
     # signature as mmcurate.stages.engines.extraction.trafilatura_adapter.extract_trafilatura.
     extractor: str = "trafilatura"
-    # HTML larger than this is not parsed: an error row (extract.HtmlTooLarge).
+    # HTML larger than this is not parsed: an error row (HtmlTooLarge).
     max_html_bytes: int = Field(default=5 * 1024 * 1024, gt=0)
     # Per-document time limit. 0 runs in-process with no limit (for debugging).
     timeout_seconds: float = Field(default=20.0, ge=0)

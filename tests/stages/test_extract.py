@@ -12,12 +12,8 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from mmcurate.pipeline.config import ExtractConfig
 from mmcurate.schemas import ImageNode, Page, Provenance
-from mmcurate.stages.extract import (
-    SIGNAL_HTML_BYTES,
-    SIGNAL_SECONDS,
-    ExtractDocuments,
-    ExtractDocumentsFn,
-)
+from mmcurate.stages.engines.extraction.page_documents import SIGNAL_HTML_BYTES, SIGNAL_SECONDS
+from mmcurate.stages.extract import ExtractDocuments, ExtractDocumentsFn
 from mmcurate.stages.engines.extraction.result import Extraction
 from mmcurate.stages.engines.extraction.trafilatura_adapter import extract_trafilatura
 from pagebuild import article_page

@@ -41,3 +41,10 @@ def with_canonical_urls(nodes: Iterable[Node]) -> tuple[Node, ...]:
                 node = dataclasses.replace(node, src=src, candidates=candidates)
         out.append(node)
     return tuple(out)
+
+
+def checked(result: object, extractor_name: str) -> Extraction:
+    """``result`` when an extractor returned an ``Extraction``; ``TypeError`` else."""
+    if not isinstance(result, Extraction):
+        raise TypeError(f"extractor {extractor_name!r} returned {type(result).__name__}, not Extraction")
+    return result

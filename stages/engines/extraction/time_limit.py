@@ -30,7 +30,7 @@ from typing import Optional
 
 from mmcurate.stages.config import ExtractConfig
 from mmcurate.stages.engines.extraction.registry import load_extractor
-from mmcurate.stages.engines.extraction.result import Extraction
+from mmcurate.stages.engines.extraction.result import Extraction, checked
 from mmcurate.stages.engines.exceptions import error_detail
 
 log = logging.getLogger(__name__)
@@ -89,10 +89,7 @@ def _serve(conn: Connection, extractor_name: str, config: ExtractConfig) -> None
             return
         html, url = message
         try:
-            result = extractor(html, url, config)
-            if not isinstance(result, Extraction):
-                raise TypeError(f"extractor {extractor_name!r} returned {type(result).__name__}, not Extraction")
-            conn.send(("ok", result))
+            conn.send(("ok", checked(extractor(html, url, config), extractor_name)))
         except Exception as exc:  # one document's failure; the child keeps serving
             conn.send(("error", type(exc).__name__, error_detail(exc)))
 
@@ -216,10 +213,7 @@ class _ExtractionThread:
                 return
             try:
                 try:
-                    result = self._extractor(job.html, job.url, self._config)
-                    if not isinstance(result, Extraction):
-                        raise TypeError(f"extractor {self._name!r} returned {type(result).__name__}, not Extraction")
-                    job.result = result
+                    job.result = checked(self._extractor(job.html, job.url, self._config), self._name)
                 except Exception as exc:  # one page's failure; the thread keeps serving
                     job.error = exc
                 with self.lock:
