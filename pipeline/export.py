@@ -1,7 +1,8 @@
 """``mmcurate export DIR --format webdataset|jsonl|parquet-embedded --output OUT``:
 a run's documents (or pairs, ``--table pairs``) with their image bytes joined in,
-as shards a trainer reads directly. A Beam pipeline (``pipeline/export_shards.py``),
-so it runs on the same runners and flags as ``mmcurate run``.
+as shards a trainer reads directly. A Beam pipeline (``pipeline/export_shards.py``;
+the formats in ``pipeline/shard_formats.py``), so it runs on the same runners and
+flags as ``mmcurate run``.
 
 ``OUT`` gets ``NNNNN.tar|jsonl|parquet`` shards, a ``NNNNN_stats.json`` per shard and
 ``export.json`` (the totals, written last). A rerun into the same ``OUT`` first
@@ -19,15 +20,9 @@ from typing import Any, Optional, Sequence, TextIO
 
 from mmcurate.pipeline import beam_files
 from mmcurate.pipeline.command_start import add_runner_flags, command_parser, start_command, with_runner_preset
-from mmcurate.pipeline.export_shards import (
-    EXPORT_TABLES,
-    EXTENSIONS,
-    FORMATS,
-    STATS_SUFFIX,
-    ExportShards,
-    plan_shards,
-)
+from mmcurate.pipeline.export_shards import EXPORT_TABLES, ExportShards, plan_shards
 from mmcurate.pipeline.run_output import OutputError, load_manifest, table_files
+from mmcurate.pipeline.shard_formats import EXTENSIONS, FORMATS, STATS_SUFFIX
 from mmcurate.runners.presets import PresetError
 
 log = logging.getLogger(__name__)

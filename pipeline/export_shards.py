@@ -1,4 +1,4 @@
-"""Beam transforms and shard formats of ``mmcurate export``: a run's documents (or
+"""The Beam transforms of ``mmcurate export``: a run's documents (or
 pairs) with their image bytes joined in, as shards a trainer reads directly.
 
 Sharding. A shard is a run of consecutive row groups of one ``documents`` (or
@@ -17,33 +17,11 @@ however many of its rows use the image); the last shuffle groups them by shard, 
 the shard's writer reads its rows and writes the file. A worker holds one shard's
 images at a time.
 
-Formats (``FORMATS``):
-
-* ``webdataset``: ``NNNNN.tar`` in the WebDataset convention (files that share a key
-  up to the first dot make one sample). A document is ``KEY.json`` (the row, with
-  ``texts``/``images`` interleaved as in the Parquet) and ``KEY.I.EXT`` for the image
-  at position ``I`` of the lists; a pair is ``KEY.EXT``, ``KEY.txt`` (the caption)
-  and ``KEY.json``, as img2dataset writes them. Keys are ``NNNNNIIII`` (shard and
-  index, zero-padded, as img2dataset numbers samples).
-* ``jsonl``: ``NNNNN.jsonl``, one row a line; documents gain ``image_bytes`` (base64
-  per position, null at text positions and for images without bytes), pairs get
-  their ``bytes`` as base64.
-* ``parquet-embedded``: ``NNNNN.parquet`` with the table's own schema; documents gain
-  ``image_bytes`` (``list<binary>``, aligned with ``images``), pairs have ``bytes``
-  filled in.
-
-Each shard also gets ``NNNNN_stats.json`` (rows, images embedded and missing, bytes,
-languages), as img2dataset writes ``*_stats.json`` beside its shards.
+The shard formats and their stats are in ``pipeline/shard_formats.py``.
 """
 
 from __future__ import annotations
 
-import base64
-import io
-import json
-import posixpath
-import tarfile
-from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable, Optional, Sequence
 
@@ -52,35 +30,24 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from mmcurate.schemas.tables import DOCUMENTS, DOCUMENTS_SCHEMA, PAIRS, PAIRS_SCHEMA
+from mmcurate.pipeline.beam_files import join, open_read, read_bytes, write_json
+from mmcurate.pipeline.shard_formats import (
+    EXTENSIONS,
+    FORMATS,
+    STATS_SUFFIX,
+    WRITERS,
+    CountingSink,
+    ShardStats,
+    document_samples,
+    pair_samples,
+)
+from mmcurate.schemas.rows import STATUS_OK
+from mmcurate.schemas.tables import DOCUMENTS, PAIRS
 
-WEBDATASET = "webdataset"
-JSONL = "jsonl"
-PARQUET_EMBEDDED = "parquet-embedded"
-FORMATS = (WEBDATASET, JSONL, PARQUET_EMBEDDED)
-EXTENSIONS = {WEBDATASET: "tar", JSONL: "jsonl", PARQUET_EMBEDDED: "parquet"}
 EXPORT_TABLES = (DOCUMENTS, PAIRS)
-STATS_SUFFIX = "_stats.json"
-# Shard numbers and in-shard indices, zero-padded as img2dataset pads them.
+# Shard numbers, zero-padded as img2dataset pads them.
 SHARD_DIGITS = 5
-INDEX_DIGITS = 4
 NAMESPACE = "export"
-STATUS_OK = "ok"
-
-# Images formats as the images table names them (Pillow's) -> file extensions.
-_EXTENSIONS = {"JPEG": "jpg", "PNG": "png", "WEBP": "webp", "GIF": "gif", "BMP": "bmp", "TIFF": "tif", "SVG": "svg"}
-
-
-def image_extension(fmt: Optional[str]) -> str:
-    return _EXTENSIONS.get((fmt or "").upper(), (fmt or "").lower() or "bin")
-
-
-def _join(directory: str, name: str) -> str:
-    return FileSystems.join(directory, name) if "://" in directory else posixpath.join(directory, name)
-
-
-def _open(path: str):
-    return open(path, "rb") if "://" not in path else FileSystems.open(path)
 
 
 @dataclass(frozen=True)
@@ -102,7 +69,7 @@ def plan_shards(files: Sequence[str], shard_size: int) -> list[ShardSpec]:
     larger row group is a shard of its own), numbered in file and row order."""
     specs: list[ShardSpec] = []
     for path in files:
-        with _open(path) as fh:
+        with open_read(path) as fh:
             meta = pq.ParquetFile(fh).metadata
         groups: list[int] = []
         rows = 0
@@ -119,7 +86,7 @@ def plan_shards(files: Sequence[str], shard_size: int) -> list[ShardSpec]:
 
 
 def _read_groups(path: str, row_groups: Sequence[int], columns: Optional[list[str]] = None) -> pa.Table:
-    with _open(path) as fh:
+    with open_read(path) as fh:
         return pq.ParquetFile(fh).read_row_groups(list(row_groups), columns=columns)
 
 
@@ -143,7 +110,7 @@ def image_groups(files: Sequence[str]) -> list[tuple[str, int]]:
     """(images file, row group) for every row group of the images table."""
     groups = []
     for path in files:
-        with _open(path) as fh:
+        with open_read(path) as fh:
             groups += [(path, i) for i in range(pq.ParquetFile(fh).metadata.num_row_groups)]
     return groups
 
@@ -179,179 +146,14 @@ class ReadImageBytesFn(beam.DoFn):
         for row, image_id, shards in wanted:
             data = data_column[row].as_py()
             if data is None and paths[row]:  # images.store=path
-                with FileSystems.open(paths[row]) as fh:
-                    data = fh.read()
+                data = read_bytes(paths[row])
             if data is None:
                 continue
             for shard in shards:
                 yield shard, (image_id, formats[row], data)
 
 
-# -- shard formats ---------------------------------------------------------------
-
-
-def _entries_to_dict(entries: Optional[list[dict]]) -> dict[str, Any]:
-    return {e["key"]: e["value"] for e in entries or ()}
-
-
-def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
-    """A row as JSON: signals/metadata lists of key-value entries become objects,
-    binary columns are left out (the images travel as files or base64 beside)."""
-    out = {}
-    for key, value in row.items():
-        if key in ("signals", "metadata"):
-            value = _entries_to_dict(value)
-        elif isinstance(value, (bytes, bytearray)):
-            continue
-        out[key] = value
-    return out
-
-
-@dataclass
-class ShardStats:
-    """What one shard holds; written as NNNNN_stats.json."""
-
-    shard: str
-    file: str
-    format: str
-    table: str
-    source: str
-    rows: int = 0
-    images: int = 0
-    images_missing: int = 0
-    image_bytes: int = 0
-    text_chars: int = 0
-    bytes: int = 0
-
-    def __post_init__(self) -> None:
-        self.languages: Counter[str] = Counter()
-        self.image_formats: Counter[str] = Counter()
-
-    def count_image(self, found: Optional[tuple[str, bytes]]) -> None:
-        """An image position: embedded (format, bytes), or missing (None)."""
-        if found is None:
-            self.images_missing += 1
-            return
-        self.images += 1
-        self.image_bytes += len(found[1])
-        self.image_formats[image_extension(found[0])] += 1
-
-    def as_dict(self) -> dict[str, Any]:
-        data = dict(self.__dict__)
-        data["languages"] = dict(sorted(self.languages.items(), key=lambda kv: (-kv[1], kv[0])))
-        data["image_formats"] = dict(sorted(self.image_formats.items()))
-        return data
-
-
-def _document_samples(rows: list[dict], images: dict[str, tuple[str, bytes]], stats: ShardStats):
-    """Each document row with the bytes of its images by position (None where a
-    position is text, or an image without bytes)."""
-    for row in rows:
-        per_position: list[Optional[tuple[str, bytes]]] = []
-        for src, meta in zip(row["images"] or (), row["image_meta"] or ()):
-            if src is None:
-                per_position.append(None)
-                continue
-            found = images.get((meta or {}).get("image_id") or "")
-            stats.count_image(found)
-            per_position.append(found)
-        stats.rows += 1
-        stats.languages[row.get("language") or ""] += 1
-        stats.text_chars += sum(len(t) for t in row["texts"] or () if t)
-        yield row, per_position
-
-
-def _pair_samples(rows: list[dict], images: dict[str, tuple[str, bytes]], stats: ShardStats):
-    for row in rows:
-        found = (row.get("format"), row["bytes"]) if row.get("bytes") is not None else images.get(row.get("image_id") or "")
-        stats.count_image(found)
-        stats.rows += 1
-        stats.text_chars += len(row.get("caption") or "")
-        yield row, found
-
-
-class _CountingSink(io.RawIOBase):
-    """Counts what goes through it to the file underneath (object-store handles
-    have no tell())."""
-
-    def __init__(self, fh) -> None:
-        self._fh = fh
-        self.written = 0
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data) -> int:
-        self._fh.write(data)
-        self.written += len(data)
-        return len(data)
-
-
-def _tar_add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
-    info = tarfile.TarInfo(name)
-    info.size = len(data)
-    info.mode = 0o644
-    tar.addfile(info, io.BytesIO(data))
-
-
-def _json_bytes(value: Any) -> bytes:
-    return json.dumps(value, ensure_ascii=False, sort_keys=False).encode("utf-8")
-
-
-def write_webdataset(sink, table: str, samples, shard: str) -> None:
-    with tarfile.open(fileobj=sink, mode="w|", format=tarfile.PAX_FORMAT) as tar:
-        for index, (row, images) in enumerate(samples):
-            key = shard + str(index).zfill(INDEX_DIGITS)
-            if table == DOCUMENTS:
-                record = _jsonable(row)
-                record["key"] = key
-                record["image_files"] = [
-                    f"{key}.{i}.{image_extension(found[0])}" if found else None for i, found in enumerate(images)
-                ]
-                _tar_add(tar, f"{key}.json", _json_bytes(record))
-                for i, found in enumerate(images):
-                    if found:
-                        _tar_add(tar, f"{key}.{i}.{image_extension(found[0])}", found[1])
-            else:
-                record = _jsonable(row)
-                record["key"] = key
-                if images:
-                    _tar_add(tar, f"{key}.{image_extension(images[0])}", images[1])
-                _tar_add(tar, f"{key}.txt", (row.get("caption") or "").encode("utf-8"))
-                _tar_add(tar, f"{key}.json", _json_bytes(record))
-
-
-def write_jsonl(sink, table: str, samples, shard: str) -> None:
-    for row, images in samples:
-        record = _jsonable(row)
-        if table == DOCUMENTS:
-            record["image_bytes"] = [base64.b64encode(f[1]).decode("ascii") if f else None for f in images]
-        else:
-            record["bytes"] = base64.b64encode(images[1]).decode("ascii") if images else None
-            if images and not record.get("format"):
-                record["format"] = images[0]
-        sink.write(_json_bytes(record) + b"\n")
-
-
-EMBEDDED_DOCUMENTS_SCHEMA = DOCUMENTS_SCHEMA.append(pa.field("image_bytes", pa.list_(pa.binary())))
-
-
-def write_parquet(sink, table: str, samples, shard: str) -> None:
-    rows = []
-    for row, images in samples:
-        row = dict(row)
-        if table == DOCUMENTS:
-            row["image_bytes"] = [f[1] if f else None for f in images]
-        else:
-            if images:
-                row["bytes"] = images[1]
-                row["format"] = row.get("format") or images[0]
-        rows.append(row)
-    schema = EMBEDDED_DOCUMENTS_SCHEMA if table == DOCUMENTS else PAIRS_SCHEMA
-    pq.write_table(pa.Table.from_pylist(rows, schema=schema), sink, compression="zstd")
-
-
-WRITERS = {WEBDATASET: write_webdataset, JSONL: write_jsonl, PARQUET_EMBEDDED: write_parquet}
+# -- writing the shards ----------------------------------------------------------
 
 
 class WriteShardFn(beam.DoFn):
@@ -373,14 +175,13 @@ class WriteShardFn(beam.DoFn):
         rows = _read_groups(spec.path, spec.row_groups).to_pylist()
         name = f"{spec.name}.{EXTENSIONS[self._format]}"
         stats = ShardStats(spec.name, name, self._format, self._table, spec.path)
-        make = _document_samples if self._table == DOCUMENTS else _pair_samples
-        with FileSystems.create(_join(self._output, name)) as fh:
-            sink = _CountingSink(fh)
+        make = document_samples if self._table == DOCUMENTS else pair_samples
+        with FileSystems.create(join(self._output, name)) as fh:
+            sink = CountingSink(fh)
             WRITERS[self._format](sink, self._table, make(rows, images, stats), spec.name)
         stats.bytes = sink.written
         data = stats.as_dict()
-        with FileSystems.create(_join(self._output, spec.name + STATS_SUFFIX), mime_type="application/json") as fh:
-            fh.write((json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+        write_json(join(self._output, spec.name + STATS_SUFFIX), data)
         self._rows.inc(stats.rows)
         self._images.inc(stats.images)
         self._missing.inc(stats.images_missing)

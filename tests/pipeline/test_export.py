@@ -19,7 +19,7 @@ import pytest
 
 import fakefs
 from imagegen import jpeg
-from mmcurate.pipeline import export_shards as es
+from mmcurate.pipeline import shard_formats
 from mmcurate.pipeline.cli import main
 from mmcurate.schemas.tables import DOCUMENTS_SCHEMA, IMAGES_SCHEMA, PAIRS_SCHEMA
 
@@ -83,7 +83,7 @@ def test_jsonl_and_parquet_embedded_carry_the_same_bytes_inline(report_run, tmp_
 
     assert main(["export", str(out_dir), "-f", "parquet-embedded", "-o", str(tmp_path / "pq")]) == 0
     table = pq.read_table(tmp_path / "pq" / "00000.parquet")
-    assert table.schema.remove_metadata() == es.EMBEDDED_DOCUMENTS_SCHEMA.remove_metadata()
+    assert table.schema.remove_metadata() == shard_formats.EMBEDDED_DOCUMENTS_SCHEMA.remove_metadata()
     assert table.column("image_bytes").to_pylist() == expected
     assert table.drop_columns(["image_bytes"]).to_pylist() == docs
 
@@ -218,9 +218,9 @@ def test_not_a_run_and_a_bad_shard_size(tmp_path, capsys):
 def test_the_writers_alone(tmp_path):
     # A text-only document: no image files, an empty image_bytes list of nulls.
     row = _doc_row("t", "en", ["Only text", "More text"])
-    stats = es.ShardStats("00000", "00000.tar", "webdataset", "documents", "x")
+    stats = shard_formats.ShardStats("00000", "00000.tar", "webdataset", "documents", "x")
     sink = io.BytesIO()
-    es.write_webdataset(sink, "documents", es._document_samples([row], {}, stats), "00000")
+    shard_formats.write_webdataset(sink, "documents", shard_formats.document_samples([row], {}, stats), "00000")
     with tarfile.open(fileobj=io.BytesIO(sink.getvalue())) as tar:
         assert tar.getnames() == ["000000000.json"]
     assert (stats.rows, stats.images, stats.text_chars) == (1, 0, len("Only text") + len("More text"))
