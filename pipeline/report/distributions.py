@@ -83,24 +83,14 @@ def distributions(con: duckdb.DuckDBPyConnection, views: Sequence[str], manifest
             histogram_svg(Distribution("images per document", kept_images, rejected_images, thr, integer=True), "dist-images")
         )
 
-    clip = queries.clip_scores(con, views)
-    if clip:
-        figures.append(
-            histogram_svg(
-                Distribution("CLIP image-text similarity (per kept image)", clip, [], thresholds(manifest, CLIP_THRESHOLDS),
-                             unit="images"),
-                "dist-clip",
-            )
-        )
-    similarity = queries.pair_similarities(con, views)
-    if similarity:
-        figures.append(
-            histogram_svg(
-                Distribution("CLIP similarity of recycled pairs", similarity, [], thresholds(manifest, PAIR_THRESHOLDS),
-                             unit="pairs"),
-                "dist-pairs",
-            )
-        )
+    # Similarities measured on kept items only: per image of the kept documents, per recycled pair.
+    for title, values, specs, unit, plot_id in (
+        ("CLIP image-text similarity (per kept image)", queries.clip_scores(con, views), CLIP_THRESHOLDS, "images", "dist-clip"),
+        ("CLIP similarity of recycled pairs", queries.pair_similarities(con, views), PAIR_THRESHOLDS, "pairs", "dist-pairs"),
+    ):
+        if values:
+            dist = Distribution(title, values, [], thresholds(manifest, specs), unit=unit)
+            figures.append(histogram_svg(dist, plot_id))
 
     langs = queries.kept_languages(con, views)
     if langs:
