@@ -23,6 +23,11 @@ def is_local(path: str) -> bool:
     return "://" not in path
 
 
+def absolute(path: str) -> str:
+    """A local path made absolute (workers may run elsewhere); a URL as it is."""
+    return os.path.abspath(path) if is_local(path) else path
+
+
 def join(directory: str, *names: str) -> str:
     return posixpath.join(directory, *names) if is_local(directory) else FileSystems.join(directory, *names)
 

@@ -69,18 +69,18 @@ def resolve_plan_inputs(runs: Sequence[str], index: str) -> tuple[list[str], lis
     """Absolute run directories and index patterns; PlanInputError on anything unusable."""
     from apache_beam.io.filesystems import FileSystems
 
-    from mmcurate.pipeline.beam_files import exists, join
+    from mmcurate.pipeline.beam_files import absolute, exists, join
     from mmcurate.pipeline.run_output import MANIFEST
     from mmcurate.stages.engines.plan_index import BadPlanIndex
     from mmcurate.stages.plan_inputs import check_plan_index
 
     resolved_runs = []
     for run in runs:
-        path = run if "://" in run else os.path.abspath(run)
+        path = absolute(run)
         if not exists(join(path, MANIFEST)):
             raise PlanInputError(f"{run}: not a finished run (no manifest.json)")
         resolved_runs.append(path)
-    pattern = index if "://" in index else os.path.abspath(index)
+    pattern = absolute(index)
     matched = FileSystems.match([pattern])[0].metadata_list
     if not matched:
         raise PlanInputError(f"index {index}: no such file")
@@ -105,14 +105,15 @@ def plan_sources(
     from apache_beam.io.filesystems import FileSystems
     from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
+    from mmcurate.pipeline.beam_files import absolute, is_local
     from mmcurate.stages.engines.source_plan import summary_path
     from mmcurate.stages.plan_sources import PlanSources
 
     if budget <= 0:
         raise PlanInputError(f"--budget {budget}: must be a positive number of pointers")
     run_dirs, patterns = resolve_plan_inputs(runs, index)
-    output = output if "://" in output else os.path.abspath(output)
-    if "://" not in output:
+    output = absolute(output)
+    if is_local(output):
         os.makedirs(os.path.dirname(output), exist_ok=True)
     options = PipelineOptions(list(beam_args))
     standard = options.view_as(StandardOptions)

@@ -22,6 +22,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
+from mmcurate.pipeline.beam_files import exists, is_local, open_read
 from mmcurate.pipeline.config import Config
 
 
@@ -34,14 +35,10 @@ FASTTEXT_MAGIC = struct.pack("<i", 793712314)
 _HEAD = 16
 
 
-def _is_remote(path: str) -> bool:
-    return "://" in path
-
-
 def _head(key: str, path: str) -> bytes:
     """The first bytes of the file at ``path``; PreflightError naming ``key`` when it
     is missing, a directory or unreadable."""
-    if not _is_remote(path):
+    if is_local(path):
         target = Path(path)
         if not target.exists():
             raise PreflightError(f"{key}: file not found: {path}")
@@ -52,12 +49,10 @@ def _head(key: str, path: str) -> bytes:
                 return fh.read(_HEAD)
         except OSError as exc:
             raise PreflightError(f"{key}: {path} cannot be read: {exc.strerror or exc}") from None
-    from apache_beam.io.filesystems import FileSystems
-
     try:
-        if not FileSystems.exists(path):
+        if not exists(path):
             raise PreflightError(f"{key}: file not found: {path}")
-        with FileSystems.open(path) as fh:
+        with open_read(path) as fh:
             return fh.read(_HEAD)
     except PreflightError:
         raise
@@ -147,7 +142,7 @@ def check_files(config: Config) -> None:
 
 def check_output(output: str) -> None:
     """A local ``--output`` must be a directory that can be written, or be creatable."""
-    if _is_remote(output):
+    if not is_local(output):
         return
     target = Path(output).absolute()
     if target.exists() and not target.is_dir():
