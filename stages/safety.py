@@ -32,6 +32,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from mmcurate.filters import pii, unsafe_urls
+from mmcurate.filters.urls import read_entries
 from mmcurate.stages.config import PiiConfig, UnsafeUrlsConfig
 from mmcurate.schemas import KIND_REJECTED, SUBJECT_PAGE, Decision, Document, ImageNode, Page
 from mmcurate.stages.results import KEPT, REJECTED, StageCounters, image_rejection_decision
@@ -48,8 +49,6 @@ PII_FAILED = "pii.failed"  # signal: the redactor failed on this document (text 
 
 def read_list_files(paths) -> list[str]:
     """Entries of every list file, through Beam's filesystems (local, gs://, s3://)."""
-    from mmcurate.filters.urls import read_entries
-
     entries: list[str] = []
     for path in paths:
         with FileSystems.open(path) as fh:
