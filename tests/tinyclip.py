@@ -1,5 +1,5 @@
 """A tiny open_clip model saved to disk, for tests of the real loading path
-(tests/stages/test_scoring.py, test_nsfw.py), and a colour encoder standing in
+(tests/stages/scoring/test_score_image_text.py, test_nsfw.py), and a colour encoder standing in
 for CLIP in stage-logic tests."""
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ function: recycling's caption step (``stages.engines.recycled_pairs.document_can
 ``ScoringConfig`` thresholds, and the extract stage's unsafe-image step
 (``stages.safety.drop_unsafe_images``). Similarities and NSFW scores are the
 figures the stage's models give an image; the models themselves are tested in
-tests/stages/test_scoring.py and test_nsfw.py."""
+tests/stages/scoring/test_score_image_text.py and test_nsfw.py."""
 
 from __future__ import annotations
 
