@@ -33,14 +33,13 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from mmcurate.stages.config import ReadConfig
+from mmcurate.stages.engines.index_files import header_columns, is_csv, parquet_columns
 from mmcurate.stages.engines.warc.index_pointers import (
     BadIndex,
     RecordPointer,
-    check_csv_header,
-    check_parquet_schema,
-    csv_batches,
-    is_csv,
-    parquet_batches,
+    check_columns,
+    csv_pointer_batches,
+    parquet_pointer_batches,
     pointer_from_key,
     pointer_key,
     pointers,
@@ -55,10 +54,10 @@ def index_batches(path: str) -> Iterator[pa.RecordBatch]:
     three pointer columns."""
     if is_csv(path):
         with FileSystems.open(path, compression_type=CompressionTypes.AUTO) as fh:
-            yield from csv_batches(fh, path)
+            yield from csv_pointer_batches(fh, path)
         return
     with open_archive(path) as fh:
-        yield from parquet_batches(fh, path)
+        yield from parquet_pointer_batches(fh, path)
 
 
 def check_index(path: str) -> None:
@@ -67,14 +66,13 @@ def check_index(path: str) -> None:
     try:
         if is_csv(path):
             with FileSystems.open(path, compression_type=CompressionTypes.AUTO) as fh:
-                check_csv_header(fh.readline(), path)
+                names = header_columns(fh.readline(), path)
         else:
             with open_archive(path) as fh:
-                check_parquet_schema(fh, path)
-    except BadIndex:
-        raise
+                names = parquet_columns(fh)
     except Exception as exc:
         raise BadIndex(f"index {path}: not a readable Parquet or CSV file: {exc}") from exc
+    check_columns(path, names)
 
 
 class ReadIndexFn(beam.DoFn):

@@ -2,20 +2,20 @@
 Crawl columnar index (and the CDX index) gives them for every capture:
 ``warc_filename``, ``warc_record_offset``, ``warc_record_length`` (the columnar
 index's column names, https://commoncrawl.org/columnar-index). Pointer files are
-Parquet or CSV/TSV with these columns; each range holds one gzip member (one
+Parquet or CSV/TSV with these columns (``engines/index_files.py`` reads them); each range holds one gzip member (one
 record), read with a seek and one read (on s3:// and gs://, a ranged GET)."""
 
 from __future__ import annotations
 
 import posixpath
-from typing import BinaryIO, Callable, Iterator, NamedTuple
+from typing import BinaryIO, Callable, Iterator, NamedTuple, Sequence
 
 import pyarrow as pa
-import pyarrow.csv as pacsv
-import pyarrow.parquet as pq
+
+from mmcurate.stages.engines.index_files import csv_batches, parquet_batches, parquet_columns
 
 INDEX_COLUMNS = ("warc_filename", "warc_record_offset", "warc_record_length")
-_BATCH_ROWS = 10_000
+_TYPES = {"warc_record_offset": pa.int64(), "warc_record_length": pa.int64()}
 
 
 class InvalidPointer(Exception):
@@ -46,50 +46,22 @@ def warc_path(filename: str, prefix: str) -> str:
     return posixpath.join(prefix, filename)
 
 
-def is_csv(path: str) -> bool:
-    """A CSV (or TSV) index, by its name; anything else is read as Parquet."""
-    return path.lower().endswith((".csv", ".csv.gz", ".tsv"))
-
-
-def _delimiter(path: str) -> str:
-    return "\t" if path.lower().endswith(".tsv") else ","
-
-
-def _check_columns(path: str, names) -> None:
+def check_columns(path: str, names: Sequence[str]) -> None:
+    """Fails (BadIndex) unless ``names`` (an index file's columns) has the pointer columns."""
     missing = [c for c in INDEX_COLUMNS if c not in names]
     if missing:
         raise BadIndex(f"index {path}: no column {', '.join(missing)} (needs {', '.join(INDEX_COLUMNS)})")
 
 
-def csv_batches(fh: BinaryIO, path: str) -> Iterator[pa.RecordBatch]:
+def csv_pointer_batches(fh: BinaryIO, path: str) -> Iterator[pa.RecordBatch]:
     """The pointer columns of the CSV/TSV index ``path``, open (decompressed) as ``fh``."""
-    reader = pacsv.open_csv(
-        fh,
-        parse_options=pacsv.ParseOptions(delimiter=_delimiter(path)),
-        convert_options=pacsv.ConvertOptions(
-            include_columns=list(INDEX_COLUMNS),
-            column_types={"warc_record_offset": pa.int64(), "warc_record_length": pa.int64()},
-        ),
-    )
-    yield from reader
+    return csv_batches(fh, path, INDEX_COLUMNS, _TYPES)
 
 
-def parquet_batches(fh: BinaryIO, path: str) -> Iterator[pa.RecordBatch]:
+def parquet_pointer_batches(fh: BinaryIO, path: str) -> Iterator[pa.RecordBatch]:
     """The pointer columns of the Parquet index ``path``, open as ``fh``."""
-    parquet = pq.ParquetFile(fh)
-    _check_columns(path, parquet.schema_arrow.names)
-    yield from parquet.iter_batches(batch_size=_BATCH_ROWS, columns=list(INDEX_COLUMNS))
-
-
-def check_csv_header(header: bytes, path: str) -> None:
-    """Fails (BadIndex) unless the CSV/TSV header line names the pointer columns."""
-    line = header.decode("utf-8", errors="replace")
-    _check_columns(path, [n.strip().strip('"') for n in line.rstrip("\r\n").split(_delimiter(path))])
-
-
-def check_parquet_schema(fh: BinaryIO, path: str) -> None:
-    """Fails (BadIndex) unless the Parquet file open as ``fh`` has the pointer columns."""
-    _check_columns(path, pq.ParquetFile(fh).schema_arrow.names)
+    check_columns(path, parquet_columns(fh))
+    return parquet_batches(fh, INDEX_COLUMNS)
 
 
 def pointers(batch: pa.RecordBatch, prefix: str) -> Iterator[RecordPointer]:
