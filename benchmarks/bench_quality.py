@@ -47,21 +47,8 @@ import numpy as np
 
 from mmcurate.filters.quality import normalize_text
 from mmcurate.pipeline import build_models
-from mmcurate.pipeline.train import (
-    Example,
-    _hash,
-    balance,
-    evaluate,
-    fit,
-    load_examples,
-    model_kind,
-    parser,
-    predict,
-    roc_auc,
-    split_examples,
-    wmt_examples,
-    wmt_files,
-)
+from mmcurate.pipeline.train import evaluate, fit, model_kind, parser, predict, roc_auc
+from mmcurate.pipeline.train_examples import Example, _hash, balance, load_examples, split_examples, wmt_examples, wmt_files
 
 SITE_PAGES = 5
 TARGET_PRECISION = 0.95

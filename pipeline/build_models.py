@@ -33,7 +33,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mmcurate.pipeline.train import wmt_examples, wmt_files
+from mmcurate.pipeline.train_examples import wmt_examples, wmt_files
 
 HERE = Path(__file__).resolve().parent
 # Small models: 16 dimensions, quantized to the 50,000 most useful words and n-grams.

@@ -11,16 +11,8 @@ from mmcurate.filters import reasons
 from mmcurate.pipeline.cli import main
 from mmcurate.pipeline.config import QualityConfig
 from mmcurate.filters.quality import positive_probabilities
-from mmcurate.pipeline.train import (
-    load_examples,
-    parser,
-    read_texts,
-    roc_auc,
-    split_examples,
-    train_fasttext,
-    wmt_examples,
-    wmt_files,
-)
+from mmcurate.pipeline.train import parser, roc_auc, train_fasttext
+from mmcurate.pipeline.train_examples import load_examples, read_texts, split_examples, wmt_examples, wmt_files
 from mmcurate.stages.engines.text_classifiers import model_paths
 from mmcurate.stages.quality import ScoreQuality
 
