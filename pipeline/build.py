@@ -31,77 +31,12 @@ from mmcurate.stages.dedup import DedupDocuments
 from mmcurate.stages.extract import ExtractDocuments
 from mmcurate.stages.heuristics import ApplyTextHeuristics
 from mmcurate.stages.read import ReadWarc
+from mmcurate.stages.results import StageResult
 from mmcurate.stages.safety import DropUnsafeImages, RedactPersonalData, RejectUnsafePages, has_lists
 from mmcurate.stages.staging import ReadStaged, WriteStaged, read_all, record_key, staged_files
 from mmcurate.stages.write import WriteCorpus
 
-
-# The model stages are imported only when they run: Beam's RunInference module
-# imports torch (about 1.5 s and 600 MB), which a text-only run never needs.
-def _score_quality(config: Config) -> beam.PTransform:
-    from mmcurate.stages.quality import ScoreQuality
-
-    return ScoreQuality(config.quality)
-
-
-def _curate_images(config: Config, captured, units=None, blob_dir=None) -> beam.PTransform:
-    from mmcurate.stages.images import CurateImages
-
-    return CurateImages(config.images, captured, units=units, blob_dir=blob_dir)
-
-
-def _score_image_text(config: Config, rows, accelerator) -> beam.PTransform:
-    from mmcurate.stages.scoring.score_image_text import ScoreImageText
-
-    return ScoreImageText(config.scoring, rows, accelerator=accelerator)
-
-
-def _recycle_pairs(config: Config, captured, image_rows, kept, accelerator) -> beam.PTransform:
-    """The recycle stage with the parts it uses: the images stage's retrieval and
-    pHash clustering, the scoring stage's pair check (with a CLIP checkpoint), and
-    caption redaction (safety.pii)."""
-    from mmcurate.stages.image_clusters import ClusterByPhash
-    from mmcurate.stages.image_retrieval import RetrieveImages
-    from mmcurate.stages.recycle import RecyclePairs
-    from mmcurate.stages.safety import RedactCaptionsFn
-    from mmcurate.stages.scoring.pair_scores import ScorePairs
-
-    return RecyclePairs(
-        config.recycle,
-        retrieve=RetrieveImages(config.images),
-        near_duplicates=ClusterByPhash(config.images.phash_max_distance),
-        score=ScorePairs(config.scoring, accelerator=accelerator) if config.scoring.clip_on else None,
-        redact_captions=beam.ParDo(RedactCaptionsFn(config.safety.pii)) if config.safety.pii.enabled else None,
-        language_model_path=config.heuristics.language.model_path,
-        captured=captured,
-        image_rows=image_rows,
-        kept=kept,
-    )
-
-
-# Filtering stages in funnel order, each a PTransform from documents to a
-# StageResult, built from its own config section only.
-_FILTER_STAGES = {
-    "heuristics": lambda config: ApplyTextHeuristics(config.heuristics),
-    "dedup": lambda config: DedupDocuments(config.dedup),
-    "quality": _score_quality,
-    # Also takes the image pointers the read stage set aside (see build_phase).
-    "images": _curate_images,
-    # Also takes the images table's rows (the bytes, joined by image_id) and the
-    # accelerator hint of its model transform (see _TAKES_IMAGE_ROWS).
-    "scoring": _score_image_text,
-}
-
-# Stages built from (config, images-table rows, accelerator hint).
-_TAKES_IMAGE_ROWS = frozenset({"scoring"})
-
 log = logging.getLogger(__name__)
-
-
-def scoring_accelerator(pipeline: beam.Pipeline) -> Optional[str]:
-    """The --scoring_accelerator flag (set by the dataflow preset's gpu=), if given."""
-    return pipeline.options.view_as(ScoringOptions).scoring_accelerator
-
 
 # Corpus-wide stages: each opens a phase that reads the documents of the phase
 # before from staging, and runs staged (only compact records cross its shuffles).
@@ -147,21 +82,9 @@ def phase_dir(root: str, phase: Phase) -> str:
     return _join(root, phase.dirname)
 
 
-def _needs_captured(config: Config) -> bool:
-    return "images" in config.run.stages or "recycle" in config.run.stages
-
-
-def _without_document(decision: Decision) -> Decision:
-    return decision if decision.document is None else dataclasses.replace(decision, document=None)
-
-
-def _gather(decisions: list, keep_documents: bool, label: str) -> beam.PCollection:
-    """One PCollection of decision rows. Without recycling the rejected documents
-    they carry are dropped first, in each producer's own step, so that no full
-    document reaches the Flatten (which a runner may hold in memory)."""
-    if not keep_documents:
-        decisions = [d | f"{label}Compact{i}" >> beam.Map(_without_document) for i, d in enumerate(decisions)]
-    return decisions | label >> beam.Flatten()
+def scoring_accelerator(pipeline: beam.Pipeline) -> Optional[str]:
+    """The --scoring_accelerator flag (set by the dataflow preset's gpu=), if given."""
+    return pipeline.options.view_as(ScoringOptions).scoring_accelerator
 
 
 def build_phase(
@@ -184,94 +107,25 @@ def build_phase(
     staged only when it opens a later phase; in phase 0 it joins in memory.
     """
     here = phase_dir(staging, phase)
-    first = phases[0]
-    recycle = "recycle" in config.run.stages
-    decisions = []
-    stages = list(phase.stages)
+    funnel = Funnel(pipeline, config, phase, here)
     if phase.index == 0:
-        read = pipeline | "Read" >> (reader if reader is not None else ReadWarc(list(inputs), config.read))
-        pages = read.pages
-        decisions += [read.rejected, read.errors]
-        # safety.urls (stages/safety.py): listed pages are rejected before they are parsed,
-        # listed images dropped as soon as extraction has found them.
-        unsafe_urls = config.safety.urls if has_lists(config.safety.urls) else None
-        if unsafe_urls is not None:
-            gated = pages | "RejectUnsafeUrls" >> RejectUnsafePages(unsafe_urls)
-            pages = gated.kept
-            decisions.append(gated.rejected)
-        extracted = pages | "Extract" >> ExtractDocuments(config.extract)
-        decisions += [extracted.rejected, extracted.errors]
-        docs = extracted.kept
-        if unsafe_urls is not None and unsafe_urls.images:
-            dropped = docs | "DropUnsafeImages" >> DropUnsafeImages(unsafe_urls)
-            docs = dropped.kept
-            decisions.append(dropped.rejected)
-        captured = read.images
+        funnel.read(inputs, reader)
+        funnel.extract()
     else:
-        previous = phase_dir(staging, phases[phase.index - 1])
-        staged = pipeline | "ReadStaged" >> ReadStaged(staged_files(_join(previous, STAGED_DOCS)))
-        captured = None
-        if _needs_captured(config):
-            captured = read_all(staged_files(_join(phase_dir(staging, first), STAGED_CAPTURED)), pipeline, "ReadCaptured")
-    image_rows = []
-    for stage in stages:
-        if stage == "scoring" and not config.scoring.active:
-            log.warning("stage scoring is off: scoring.checkpoint is not set (and scoring.judge is off)")
-            continue
-        make = _FILTER_STAGES[stage]
-        opens_phase = phase.index > 0 and stage == phase.name
-        if stage == "images":
-            blobs = _join(here, STAGED_BLOBS)
-            transform = make(config, captured, staged.units, blobs) if opens_phase else make(config, captured)
-        elif stage == "dedup" and opens_phase:
-            transform = DedupDocuments(config.dedup, units=staged.units)
-        elif stage in _TAKES_IMAGE_ROWS:
-            transform = make(config, image_rows[0], scoring_accelerator(pipeline))
-        else:
-            transform = make(config)
-        result = (staged.records if opens_phase else docs) | stage.capitalize() >> transform
-        docs = result.kept
-        decisions += [result.rejected, result.errors]
-        if stage == "images":
-            image_rows.append(result.images)
-    if phase.index > 0 and not stages:
-        docs = staged.records | "Unkey" >> beam.Values()
-
+        funnel.read_staged(phase_dir(staging, phases[phase.index - 1]), phase_dir(staging, phases[0]))
+    # Each call adds its stage if this phase runs it.
+    funnel.heuristics()
+    funnel.dedup()
+    funnel.quality()
+    funnel.images()
+    funnel.scoring(scoring_accelerator(pipeline))
     if not phase.final:
-        _ = docs | "StageDocuments" >> WriteStaged(_join(here, STAGED_DOCS), key=record_key)
-        _ = _gather(decisions, recycle, "AllDecisions") | "StageDecisions" >> WriteStaged(
-            _join(here, STAGED_DECISIONS), key=lambda d: d.doc_id
-        )
-        if phase.index == 0 and _needs_captured(config):
-            _ = captured | "StageCaptured" >> WriteStaged(_join(here, STAGED_CAPTURED), key=lambda i: i.url)
+        funnel.stage_outputs()
         return
-
-    # The last phase: every phase's decisions, recycling, and the output tables.
-    for earlier in phases[: phase.index]:
-        files = staged_files(_join(phase_dir(staging, earlier), STAGED_DECISIONS))
-        decisions.append(read_all(files, pipeline, f"ReadDecisions{earlier.index}"))
-    # A pass-through that feeds the live progress line of local runs (runners.progress).
-    docs = docs | "CountKept" >> beam.ParDo(CountKeptFn())
-    # Every stage has decided: personal data in the kept text is replaced now, so no
-    # rule ever measured redacted text and no page's fate depends on it (safety.pii).
-    if config.safety.pii.enabled:
-        docs = docs | "RedactPersonalData" >> RedactPersonalData(config.safety.pii)
-    all_decisions = _gather(decisions, recycle, "AllDecisions")
-    if not image_rows:
-        image_rows.append(pipeline | "NoImageRows" >> beam.Create([]))
-    images = image_rows | "AllImageRows" >> beam.Flatten()
-    pair_rows = pipeline | "NoPairRows" >> beam.Create([])
-    if recycle:
-        if captured is None:
-            captured = pipeline | "NoCaptured" >> beam.Create([])
-        # Every decision is known here; recycling reads them and changes no page's fate.
-        recycled = all_decisions | "Recycle" >> _recycle_pairs(config, captured, images, docs, scoring_accelerator(pipeline))
-        pair_rows = recycled.pairs
-        all_decisions = (
-            all_decisions | "CompactDecisions" >> beam.Map(_without_document),
-            recycled.decisions,
-        ) | "WithPairDecisions" >> beam.Flatten()
-    _ = (docs, all_decisions, images, pair_rows) | "Write" >> WriteCorpus(tables or _join(here, TABLES_DIR), config.write)
+    funnel.redact_personal_data()
+    funnel.gather_decisions([phase_dir(staging, p) for p in phases[: phase.index]])
+    funnel.recycle(scoring_accelerator(pipeline))
+    funnel.write(tables or _join(here, TABLES_DIR))
 
 
 def build_pipeline(
@@ -289,3 +143,195 @@ def build_pipeline(
     through staging instead."""
     phase = Phase(0, "read", tuple(s for s in config.run.stages if s != "recycle"), True)
     build_phase(pipeline, [phase], phase, output_dir, inputs, config, reader=reader, tables=output_dir)
+
+
+class Funnel:
+    """The stages of one phase as they are added, each built from its own config
+    section: the documents kept so far, every decision row on the way, the images
+    the read stage set aside and the images table's rows."""
+
+    def __init__(self, pipeline: beam.Pipeline, config: Config, phase: Phase, here: str):
+        self.pipeline, self.config, self.phase, self.here = pipeline, config, phase, here
+        self.docs: Optional[beam.PCollection] = None
+        self.decisions: list[beam.PCollection] = []
+        self.captured: Optional[beam.PCollection] = None
+        self.staged = None  # StagedRecords of the phase before (phases after the first)
+        self.image_rows: Optional[beam.PCollection] = None
+        self.all_decisions: Optional[beam.PCollection] = None  # the last phase's, every phase's rows
+        self.pairs: Optional[beam.PCollection] = None
+
+    def read(self, inputs: Sequence[str], reader: Optional[beam.PTransform]) -> None:
+        read = self.pipeline | "Read" >> (ReadWarc(list(inputs), self.config.read) if reader is None else reader)
+        self.docs = read.pages
+        self._decided(read.rejected, read.errors)
+        self.captured = read.images
+
+    def extract(self) -> None:
+        # safety.urls (stages/safety.py): listed pages are rejected before they are parsed,
+        # listed images dropped as soon as extraction has found them.
+        unsafe_urls = self.config.safety.urls if has_lists(self.config.safety.urls) else None
+        pages = self.docs
+        if unsafe_urls is not None:
+            gated = pages | "RejectUnsafeUrls" >> RejectUnsafePages(unsafe_urls)
+            pages = gated.kept
+            self._decided(gated.rejected)
+        extracted = pages | "Extract" >> ExtractDocuments(self.config.extract)
+        self._decided(extracted.rejected, extracted.errors)
+        docs = extracted.kept
+        if unsafe_urls is not None and unsafe_urls.images:
+            dropped = docs | "DropUnsafeImages" >> DropUnsafeImages(unsafe_urls)
+            docs = dropped.kept
+            self._decided(dropped.rejected)
+        self.docs = docs
+
+    def read_staged(self, previous: str, first: str) -> None:
+        """The documents the phase before staged (and, for images and recycle, the
+        images phase 0 set aside)."""
+        self.staged = self.pipeline | "ReadStaged" >> ReadStaged(staged_files(_join(previous, STAGED_DOCS)))
+        if self._needs_captured():
+            self.captured = read_all(staged_files(_join(first, STAGED_CAPTURED)), self.pipeline, "ReadCaptured")
+
+    def heuristics(self) -> None:
+        if self._runs("heuristics"):
+            self._apply("heuristics", ApplyTextHeuristics(self.config.heuristics))
+
+    def dedup(self) -> None:
+        if self._runs("dedup"):
+            self._apply("dedup", DedupDocuments(self.config.dedup, units=self._units("dedup")))
+
+    # The model stages are imported only when they run: Beam's RunInference module
+    # imports torch (about 1.5 s and 600 MB), which a text-only run never needs.
+    def quality(self) -> None:
+        if self._runs("quality"):
+            from mmcurate.stages.quality import ScoreQuality
+
+            self._apply("quality", ScoreQuality(self.config.quality))
+
+    def images(self) -> None:
+        if self._runs("images"):
+            from mmcurate.stages.images import CurateImages
+
+            units = self._units("images")
+            blobs = _join(self.here, STAGED_BLOBS) if units is not None else None
+            result = self._apply("images", CurateImages(self.config.images, self.captured, units=units, blob_dir=blobs))
+            self.image_rows = result.images
+
+    def scoring(self, accelerator: Optional[str]) -> None:
+        if not self._runs("scoring"):
+            return
+        if not self.config.scoring.active:
+            log.warning("stage scoring is off: scoring.checkpoint is not set (and scoring.judge is off)")
+            return
+        from mmcurate.stages.scoring.score_image_text import ScoreImageText
+
+        # The images table's rows (the bytes, joined by image_id) come from the images stage before it.
+        self._apply("scoring", ScoreImageText(self.config.scoring, self.image_rows, accelerator=accelerator))
+
+    def stage_outputs(self) -> None:
+        """A phase before the last: its documents, decisions (and phase 0's captured
+        images) to staging, for the next phase."""
+        _ = self.docs | "StageDocuments" >> WriteStaged(_join(self.here, STAGED_DOCS), key=record_key)
+        _ = self._all_decisions() | "StageDecisions" >> WriteStaged(
+            _join(self.here, STAGED_DECISIONS), key=lambda d: d.doc_id
+        )
+        if self.phase.index == 0 and self._needs_captured():
+            _ = self.captured | "StageCaptured" >> WriteStaged(_join(self.here, STAGED_CAPTURED), key=lambda i: i.url)
+
+    def gather_decisions(self, earlier: Sequence[str]) -> None:
+        """The last phase: its decision rows and those the phases before it staged
+        (counted when they ran), as one PCollection."""
+        for index, directory in enumerate(earlier):
+            files = staged_files(_join(directory, STAGED_DECISIONS))
+            self.decisions.append(read_all(files, self.pipeline, f"ReadDecisions{index}"))
+        self.all_decisions = self._all_decisions()
+
+    def redact_personal_data(self) -> None:
+        # Every stage has decided: personal data in the kept text is replaced now, so no
+        # rule ever measured redacted text and no page's fate depends on it (safety.pii).
+        if self.config.safety.pii.enabled:
+            self.docs = self.docs | "RedactPersonalData" >> RedactPersonalData(self.config.safety.pii)
+
+    def recycle(self, accelerator: Optional[str]) -> None:
+        """Pairs from the rejected documents' images (and the kept ones', by config),
+        with the parts recycling uses: the images stage's retrieval and pHash
+        clustering, the scoring stage's pair check (with a CLIP checkpoint) and
+        caption redaction (safety.pii). Every decision is known here; recycling reads
+        them and changes no page's fate."""
+        self.pairs = self.pipeline | "NoPairRows" >> beam.Create([])
+        if not self._recycled():
+            return
+        from mmcurate.stages.image_clusters import ClusterByPhash
+        from mmcurate.stages.image_retrieval import RetrieveImages
+        from mmcurate.stages.recycle import RecyclePairs
+        from mmcurate.stages.safety import RedactCaptionsFn
+        from mmcurate.stages.scoring.pair_scores import ScorePairs
+
+        config = self.config
+        recycled = self.all_decisions | "Recycle" >> RecyclePairs(
+            config.recycle,
+            retrieve=RetrieveImages(config.images),
+            near_duplicates=ClusterByPhash(config.images.phash_max_distance),
+            score=ScorePairs(config.scoring, accelerator=accelerator) if config.scoring.clip_on else None,
+            redact_captions=beam.ParDo(RedactCaptionsFn(config.safety.pii)) if config.safety.pii.enabled else None,
+            language_model_path=config.heuristics.language.model_path,
+            captured=self.captured if self.captured is not None else self.pipeline | "NoCaptured" >> beam.Create([]),
+            image_rows=self._image_rows(),
+            kept=self.docs,
+        )
+        self.pairs = recycled.pairs
+        compact = self.all_decisions | "CompactDecisions" >> beam.Map(_without_document)
+        self.all_decisions = (compact, recycled.decisions) | "WithPairDecisions" >> beam.Flatten()
+
+    def write(self, tables: str) -> None:
+        # A pass-through that feeds the live progress line of local runs (runners.progress).
+        docs = self.docs | "CountKept" >> beam.ParDo(CountKeptFn())
+        outputs = (docs, self.all_decisions, self._image_rows(), self.pairs)
+        _ = outputs | "Write" >> WriteCorpus(tables, self.config.write)
+
+    # -- the bookkeeping every stage shares --------------------------------------------
+
+    def _runs(self, stage: str) -> bool:
+        return stage in self.phase.stages
+
+    def _units(self, stage: str) -> Optional[beam.PCollection]:
+        """The staged units, when ``stage`` opens this phase (it runs staged)."""
+        return self.staged.units if self.phase.index > 0 and stage == self.phase.name else None
+
+    def _apply(self, stage: str, transform: beam.PTransform) -> StageResult:
+        """``transform`` over the documents so far (the staged records for the stage
+        that opens a phase); its kept documents go on, its decisions are gathered."""
+        source = self.staged.records if self._units(stage) is not None else self.docs
+        result = source | stage.capitalize() >> transform
+        self.docs = result.kept
+        self._decided(result.rejected, result.errors)
+        return result
+
+    def _decided(self, *decisions: beam.PCollection) -> None:
+        self.decisions += decisions
+
+    def _needs_captured(self) -> bool:
+        return "images" in self.config.run.stages or "recycle" in self.config.run.stages
+
+    def _recycled(self) -> bool:
+        return "recycle" in self.config.run.stages
+
+    def _all_decisions(self) -> beam.PCollection:
+        return _gather(self.decisions, self._recycled(), "AllDecisions")
+
+    def _image_rows(self) -> beam.PCollection:
+        if self.image_rows is None:
+            self.image_rows = self.pipeline | "NoImageRows" >> beam.Create([])
+        return self.image_rows
+
+
+def _without_document(decision: Decision) -> Decision:
+    return decision if decision.document is None else dataclasses.replace(decision, document=None)
+
+
+def _gather(decisions: list, keep_documents: bool, label: str) -> beam.PCollection:
+    """One PCollection of decision rows. Without recycling the rejected documents
+    they carry are dropped first, in each producer's own step, so that no full
+    document reaches the Flatten (which a runner may hold in memory)."""
+    if not keep_documents:
+        decisions = [d | f"{label}Compact{i}" >> beam.Map(_without_document) for i, d in enumerate(decisions)]
+    return decisions | label >> beam.Flatten()

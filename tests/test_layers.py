@@ -248,7 +248,7 @@ def test_reads_relative_nested_dynamic_and_path_imports():
         "MODELS = Path(__file__).resolve().parents[1] / 'pipeline' / 'models'\n"
         "DATA = Path(__file__).parent / 'data'\n"
         "def f():\n"
-        "    from ..runners import progress\n"
+        "    from ..runners import presets\n"
         "    importlib.import_module('mmcurate.pipeline.config')\n"
     )
     found = [(_resolve(name) or name, top) for name, _line, top in _imports("mmcurate.stages.extract", source)]
@@ -257,7 +257,7 @@ def test_reads_relative_nested_dynamic_and_path_imports():
         ("mmcurate.stages.results", True),
         ("apache_beam", True),
         ("mmcurate.pipeline", True),
-        ("mmcurate.runners.progress", False),
+        ("mmcurate.runners.presets", False),
         ("mmcurate.pipeline.config", False),
     ]
 
