@@ -23,9 +23,9 @@ from typing import Optional, Sequence
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
+from mmcurate.pipeline import progress
 from mmcurate.pipeline.config import Config
 from mmcurate.stages.scoring.options import ScoringOptions
-from mmcurate.runners.progress import CountKeptFn
 from mmcurate.schemas import Decision
 from mmcurate.stages.dedup import DedupDocuments
 from mmcurate.stages.extract import ExtractDocuments
@@ -148,7 +148,8 @@ def build_pipeline(
 class Funnel:
     """The stages of one phase as they are added, each built from its own config
     section: the documents kept so far, every decision row on the way, the images
-    the read stage set aside and the images table's rows."""
+    the read stage set aside and the images table's rows. Each stage's outputs pass
+    through ``progress.count`` (the live progress line of local runs)."""
 
     def __init__(self, pipeline: beam.Pipeline, config: Config, phase: Phase, here: str):
         self.pipeline, self.config, self.phase, self.here = pipeline, config, phase, here
@@ -161,10 +162,13 @@ class Funnel:
         self.pairs: Optional[beam.PCollection] = None
 
     def read(self, inputs: Sequence[str], reader: Optional[beam.PTransform]) -> None:
+        # ReadWarc reads whole files, skipping records between those it emits: they count
+        # as read too. Another reader (ReadWarcIndex) reads only the records it emits.
+        gap = progress.SKIPPED_GAP if reader is None else 0
         read = self.pipeline | "Read" >> (ReadWarc(list(inputs), self.config.read) if reader is None else reader)
-        self.docs = read.pages
-        self._decided(read.rejected, read.errors)
-        self.captured = read.images
+        self.docs = progress.count(read.pages, "CountReadKept", "read", read_gap=gap)
+        self._decided(read.rejected, read.errors, read_gap=gap)
+        self.captured = progress.count(read.images, "CountReadImages", read_gap=gap)
 
     def extract(self) -> None:
         # safety.urls (stages/safety.py): listed pages are rejected before they are parsed,
@@ -182,7 +186,7 @@ class Funnel:
             dropped = docs | "DropUnsafeImages" >> DropUnsafeImages(unsafe_urls)
             docs = dropped.kept
             self._decided(dropped.rejected)
-        self.docs = docs
+        self.docs = progress.count(docs, "CountExtractKept", "extract")
 
     def read_staged(self, previous: str, first: str) -> None:
         """The documents the phase before staged (and, for images and recycle, the
@@ -283,8 +287,7 @@ class Funnel:
         self.all_decisions = (compact, recycled.decisions) | "WithPairDecisions" >> beam.Flatten()
 
     def write(self, tables: str) -> None:
-        # A pass-through that feeds the live progress line of local runs (runners.progress).
-        docs = self.docs | "CountKept" >> beam.ParDo(CountKeptFn())
+        docs = progress.count(self.docs, "CountKept", "write")
         outputs = (docs, self.all_decisions, self._image_rows(), self.pairs)
         _ = outputs | "Write" >> WriteCorpus(tables, self.config.write)
 
@@ -302,12 +305,13 @@ class Funnel:
         that opens a phase); its kept documents go on, its decisions are gathered."""
         source = self.staged.records if self._units(stage) is not None else self.docs
         result = source | stage.capitalize() >> transform
-        self.docs = result.kept
+        self.docs = progress.count(result.kept, f"Count{stage.capitalize()}Kept", stage)
         self._decided(result.rejected, result.errors)
         return result
 
-    def _decided(self, *decisions: beam.PCollection) -> None:
-        self.decisions += decisions
+    def _decided(self, *decisions: beam.PCollection, read_gap: int = -1) -> None:
+        for pcoll in decisions:
+            self.decisions.append(progress.count(pcoll, f"CountDecisions{len(self.decisions)}", read_gap=read_gap))
 
     def _needs_captured(self) -> bool:
         return "images" in self.config.run.stages or "recycle" in self.config.run.stages

@@ -24,7 +24,7 @@ from mmcurate.pipeline import publication as out
 from mmcurate.pipeline.build import TABLES_DIR, Phase, build_phase, phase_dir, plan_phases
 from mmcurate.pipeline.config import Config
 from mmcurate.pipeline.manifest import build_manifest
-from mmcurate.runners.progress import ProgressMonitor
+from mmcurate.pipeline.progress import ProgressMonitor
 from mmcurate.schemas import KIND_REJECTED, SUBJECT_PAGE
 from mmcurate.stages.results import COUNTER_KEPT
 from mmcurate.stages.read_index import ReadWarcIndex, check_index, index_batches
@@ -232,7 +232,7 @@ def run_curation(
     With ``index`` (a Parquet/CSV file or glob of CC-index style pointers) the
     records it names are read by range reads instead, ``warc_prefix`` going before
     relative WARC filenames; ``inputs`` must then be empty. With ``progress``, a
-    local run prints live progress to stderr (``runners.progress``).
+    local run prints live progress to stderr (``pipeline.progress``).
 
     The run goes in phases (``pipeline.build``), each finished phase recorded in
     staging; with ``resume`` (the default) a rerun of the same config on the same

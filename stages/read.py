@@ -48,7 +48,6 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from mmcurate.filters import reasons
-from mmcurate.runners import progress
 from mmcurate.schemas import KIND_ERROR, KIND_REJECTED, SUBJECT_PAGE, CapturedImage, Decision, Page, Provenance, make_doc_id
 from mmcurate.stages.config import ReadConfig
 from mmcurate.stages.engines.warc import range_reads
@@ -149,7 +148,6 @@ class ReadWarcFileFn(beam.DoFn):
         counters = self._counters
         self._count_page()
         counters.error(exc)
-        progress.add(pages=1)
         log.warning("%s: fault at byte %d (%s: %s)%s", path, offset, type(exc).__name__, exc, note)
         row = Decision(
             doc_id=make_doc_id(url=path, date=f"fault@{offset}"),
@@ -166,7 +164,6 @@ class ReadWarcFileFn(beam.DoFn):
     def _emit(self, path: str, read: RecordRead) -> list:
         counters = self._counters
         counters.inc(f"records.{read.rec_type}")
-        progress.add(pages=int(read.is_page), bytes=read.length)
         value = read.value
         if isinstance(value, Exception):
             self._count_page()

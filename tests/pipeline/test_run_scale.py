@@ -19,7 +19,7 @@ from mmcurate.filters import reasons
 from mmcurate.pipeline.cli import main
 from mmcurate.pipeline.config import load_config
 from mmcurate.pipeline.run import counters_from_rows, run_curation
-from mmcurate.runners import progress
+from mmcurate.pipeline import progress
 from warcbuild import WarcBuilder
 
 DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "warc" / "demo.warc.gz"
@@ -122,33 +122,45 @@ def test_killed_run_restarts_into_the_same_output_complete_and_not_duplicated(tm
     assert {"decisions", "documents", "manifest.json"} <= names and ".staging" not in names
 
 
-def test_local_run_shows_live_progress(tmp_path, capsys, monkeypatch):
+def test_local_run_shows_each_stages_progress_ending_at_the_funnel(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(progress.ProgressMonitor, "EVERY", 0.05)
     monkeypatch.setattr(progress.ProgressMonitor, "LOG_FACTOR", 1)
     big = tmp_path / "big.warc.gz"
     repeat_pages(DEMO, big, 2)
     manifest = run_curation([str(big)], str(tmp_path / "out"), load_config(), ["--runner=DirectRunner"], progress=True)
-    err = capsys.readouterr().err
-    lines = re.findall(r"read ([\d,]+) pages, kept ([\d,]+), [\d.,]+ pages/s(.*)", err)
-    assert lines, err
-    assert all(int(pages.replace(",", "")) <= manifest["totals"]["pages"] for pages, _, _ in lines)
-    assert any("MB" in rest for _, _, rest in lines)
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("read ")]
+    assert lines
+    shown = [progress_figures(line) for line in lines]
+    # The last line, printed as the run ends, holds every stage's figures: the funnel's.
+    funnel = {
+        stage: (entry["in"],) if stage in ("read", "write") else (entry["in"], entry["kept"])
+        for stage, entry in manifest["stages"].items()
+        if entry.get("enabled") and stage != "recycle"
+    }
+    assert shown[-1] == funnel, lines[-1]
+    assert set(funnel) > {"read", "extract", "write"}
+    # Figures only grow; the input read is its size at the end.
+    for earlier, later in zip(shown, shown[1:]):
+        assert all(n <= m for stage in earlier for n, m in zip(earlier[stage], later[stage]))
+    assert re.search(r"\(100% of [\d.]+ MB\)", lines[-1]), lines[-1]
     assert progress.ENV not in os.environ
 
 
-def test_quiet_run_prints_no_progress(tmp_path, capsys, monkeypatch):
+def progress_figures(line: str) -> dict[str, tuple[int, ...]]:
+    """Per stage on a progress line "read N pages (...) | stage IN->KEPT | write N | ...":
+    (in, kept), and (pages,) for read, (kept,) for write."""
+    figures = {"read": (int(re.match(r"read ([\d,]+) pages", line).group(1).replace(",", "")),)}
+    for stage, numbers in re.findall(r"\| (\w+) ([\d,]+(?:(?:→|->)[\d,]+)?)(?= \|)", line):
+        figures[stage] = tuple(int(n.replace(",", "")) for n in re.split("→|->", numbers))
+    return figures
+
+
+def test_quiet_run_prints_no_progress_but_the_funnel(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(progress.ProgressMonitor, "EVERY", 0.01)
     assert main(["run", str(DEMO), "-o", str(tmp_path / "o"), "--runner-preset", "direct", "--quiet"]) == 0
-    assert "pages/s" not in capsys.readouterr().err
-
-
-def test_progress_line_gives_rate_share_and_eta():
-    monitor = progress.ProgressMonitor(total_bytes=4_000_000, run_id="r")
-    monitor._started = time.monotonic() - 10
-    monitor.latest = {"a": {"pages": 30, "bytes": 1_000_000, "kept": 9}, "b": {"pages": 10, "bytes": 1_000_000, "kept": 3}}
-    line = monitor.line()
-    assert line.startswith("read 40 pages, kept 12, 4.0 pages/s, 50% of 4.0 MB, ETA 10s")
-    monitor._socket.close()
+    captured = capsys.readouterr()
+    assert "pages/s" not in captured.err
+    assert "conservation holds" in captured.out and "heuristics" in captured.out
 
 
 def test_funnel_from_rows_matches_the_metrics(direct, tmp_path):

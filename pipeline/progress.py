@@ -1,0 +1,300 @@
+"""Live progress of a local run: per stage, documents in and kept; input read.
+
+Beam's DirectRunner gives no metrics until a run ends, so local runs report
+progress over a side channel. ``mmcurate run`` opens a UDP socket on 127.0.0.1 and
+names it in the environment variable ``MMCURATE_PROGRESS`` (``host:port/run_id``);
+worker processes of local runners inherit it (in-process workers, DirectRunner's
+worker subprocesses, PortableRunner's LOOPBACK workers). ``pipeline.build`` passes
+each stage's outputs through ``CountFn``, which tallies them in the worker
+process; the process's running totals are sent every half second and at the end
+of each bundle. Where the variable is unset (remote workers on Flink, Dataflow,
+Dask) counting does nothing: those runs rely on the runner's UI. Progress never
+affects what a run produces.
+
+A stage's figures are those of the funnel table (``pipeline.manifest``): kept,
+and its page decisions by their ``stage``, so in = kept + rejected + errors.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import os
+import shutil
+import socket
+import sys
+import threading
+import time
+import uuid
+from collections import Counter
+from typing import Optional, TextIO
+
+import apache_beam as beam
+
+from mmcurate.pipeline.config import STAGE_NAMES
+from mmcurate.schemas import KIND_REJECTED, SUBJECT_PAGE
+
+ENV = "MMCURATE_PROGRESS"
+_SEND_EVERY = 0.5
+# Between two records a reader emitted from one file, a gap shorter than this is
+# records it read and skipped (requests, metadata, other payloads): counted as read.
+# Well under stages.read.CHUNK_BYTES, so two ranges read apart are never joined.
+SKIPPED_GAP = 1 << 20
+
+
+class _Span:
+    """Bytes of the input files read in this process: the byte ranges its records
+    cover, joined across gaps under ``gap``."""
+
+    def __init__(self):
+        self.files: dict[tuple[str, int], tuple[list[int], list[int]]] = {}
+        self.total = 0
+
+    def add(self, path: str, start: int, end: int, gap: int) -> None:
+        starts, ends = self.files.setdefault((path, gap), ([], []))
+        lo = hi = bisect.bisect_left(starts, start)
+        if lo > 0 and ends[lo - 1] + gap >= start:
+            lo -= 1
+        while hi < len(starts) and starts[hi] <= end + gap:
+            hi += 1
+        if lo < hi:
+            self.total -= sum(ends[lo:hi]) - sum(starts[lo:hi])
+            start, end = min(start, starts[lo]), max(end, *ends[lo:hi])
+        starts[lo:hi], ends[lo:hi] = [start], [end]
+        self.total += end - start
+
+
+class _Reporter:
+    """One per worker process and run: running totals, sent by a daemon thread."""
+
+    def __init__(self, target: str):
+        self.target = target
+        address, _, self.run_id = target.partition("/")
+        host, _, port = address.rpartition(":")
+        self.address = (host, int(port))
+        self.sender = f"{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        self.counts: Counter[str] = Counter()
+        self.span = _Span()
+        self.changed = False
+        self.lock = threading.Lock()
+        self.socket = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        threading.Thread(target=self._loop, name="mmcurate-progress", daemon=True).start()
+
+    def count(self, key: str) -> None:
+        with self.lock:
+            self.counts[key] += 1
+            self.changed = True
+
+    def read(self, provenance, gap: int) -> None:
+        length = max(provenance.length, 0)
+        with self.lock:
+            self.span.add(provenance.warc_file, provenance.offset, provenance.offset + length, gap)
+            self.changed = True
+
+    def send(self) -> None:
+        with self.lock:
+            if not self.changed:
+                return
+            self.changed = False
+            message = {"run": self.run_id, "sender": self.sender, "counts": dict(self.counts), "bytes": self.span.total}
+        try:
+            self.socket.sendto(json.dumps(message).encode(), self.address)
+        except OSError:
+            pass  # the launcher is gone; progress is best effort
+
+    def _loop(self) -> None:
+        while True:
+            time.sleep(_SEND_EVERY)
+            if _reporter is not self:  # a later run's reporter took over
+                return
+            self.send()
+
+
+_reporter: Optional[_Reporter] = None
+_reporter_lock = threading.Lock()
+
+
+def _current() -> Optional[_Reporter]:
+    global _reporter
+    target = os.environ.get(ENV)
+    if not target:
+        return None
+    with _reporter_lock:
+        if _reporter is None or _reporter.target != target:
+            _reporter = _Reporter(target)
+        return _reporter
+
+
+class CountFn(beam.DoFn):
+    """A pass-through that counts a stage's output for the live progress line:
+    ``stage``'s kept documents, or (``stage`` None) decision rows of pages, under
+    the stage each names. With ``read_gap`` (>= 0) each element's provenance also
+    counts the input bytes read (``SKIPPED_GAP``; 0 for a reader of single
+    records, e.g. by index)."""
+
+    def __init__(self, stage: Optional[str] = None, read_gap: int = -1):
+        self._stage = stage
+        self._read_gap = read_gap
+
+    def process(self, element):
+        reporter = _current()
+        if reporter is not None:
+            if self._stage is not None:
+                reporter.count(f"{self._stage}.kept")
+            elif getattr(element, "subject", None) == SUBJECT_PAGE:
+                kind = "rejected" if element.kind == KIND_REJECTED else "errors"
+                reporter.count(f"{element.stage}.{kind}")
+            if self._read_gap >= 0:
+                reporter.read(element.provenance, self._read_gap)
+        yield element
+
+    def finish_bundle(self):
+        reporter = _current()
+        if reporter is not None:
+            reporter.send()  # the last totals reach the launcher before the run ends
+
+
+def count(pcoll: beam.PCollection, label: str, stage: Optional[str] = None, read_gap: int = -1) -> beam.PCollection:
+    """``pcoll`` passed through ``CountFn``."""
+    return pcoll | label >> beam.ParDo(CountFn(stage, read_gap))
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    if seconds >= 60:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds}s"
+
+
+def stage_figures(counts: dict[str, int]) -> dict[str, tuple[int, int]]:
+    """(in, kept) per stage that has counted anything, in funnel order."""
+    figures = {}
+    for stage in STAGE_NAMES:
+        kept, rejected, errors = (counts.get(f"{stage}.{kind}", 0) for kind in ("kept", "rejected", "errors"))
+        if f"{stage}.kept" in counts or rejected or errors:
+            figures[stage] = (kept + rejected + errors, kept)
+    return figures
+
+
+class ProgressMonitor:
+    """The launcher's side: receives worker totals and prints a progress line.
+
+    Use as a context manager around a run; it sets and restores ``MMCURATE_PROGRESS``.
+    Nothing is printed until a worker has reported (remote workers never do); the
+    last line, printed as the run ends, holds each stage's final figures.
+    """
+
+    # Seconds between progress lines: on a terminal the line redraws in place; in
+    # a log file or a pipe a new line is written LOG_FACTOR times less often.
+    EVERY = 1.0
+    LOG_FACTOR = 10
+
+    def __init__(self, total_bytes: int, run_id: str, out: Optional[TextIO] = None, every: Optional[float] = None):
+        self.total_bytes = total_bytes
+        self.run_id = run_id
+        self.out = out if out is not None else sys.stderr
+        self.every = every if every is not None else self.EVERY
+        self.tty = hasattr(self.out, "isatty") and self.out.isatty()
+        self.arrow = "→" if _can_write(self.out, "→") else "->"
+        self.latest: dict[str, dict] = {}
+        self.lines = 0
+        self._socket = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self._socket.bind(("127.0.0.1", 0))
+        self._socket.settimeout(0.1)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="mmcurate-progress-monitor", daemon=True)
+        self._previous_env: Optional[str] = None
+        self._started = 0.0
+
+    @property
+    def target(self) -> str:
+        host, port = self._socket.getsockname()
+        return f"{host}:{port}/{self.run_id}"
+
+    def totals(self) -> tuple[dict[str, int], int]:
+        """Every worker's counts summed, and the input bytes read."""
+        counts: Counter[str] = Counter()
+        for message in list(self.latest.values()):
+            counts.update(message.get("counts", {}))
+        return dict(counts), sum(int(m.get("bytes", 0)) for m in list(self.latest.values()))
+
+    def line(self) -> str:
+        counts, read_bytes = self.totals()
+        figures = stage_figures(counts)
+        elapsed = max(time.monotonic() - self._started, 1e-6)
+        pages = figures.get("read", (0, 0))[0]
+        text = f"read {pages:,} pages"
+        if self.total_bytes > 0:
+            done = min(read_bytes / self.total_bytes, 1.0)
+            text += f" ({100 * done:.0f}% of {self.total_bytes / 1e6:,.1f} MB"
+            text += f", ETA {_duration(elapsed * (1 - done) / done)})" if 0 < done < 1 else ")"
+        for stage, (n_in, kept) in figures.items():
+            if stage != "read":
+                text += f" | {stage} {kept:,}" if stage == "write" else f" | {stage} {n_in:,}{self.arrow}{kept:,}"
+        text += f" | {pages / elapsed:,.1f} pages/s, {_duration(elapsed)} elapsed"
+        if self.tty:  # a line wider than the terminal would not redraw in place
+            width = shutil.get_terminal_size().columns - 1
+            text = text if len(text) <= width else text[: width - 3] + "..."
+        return text
+
+    def _receive(self) -> bool:
+        try:
+            data = self._socket.recv(65536)
+        except (socket.timeout, OSError):
+            return False
+        try:
+            message = json.loads(data)
+        except ValueError:
+            return True
+        if isinstance(message, dict) and message.get("run") == self.run_id:
+            self.latest[str(message.get("sender"))] = message
+        return True
+
+    def _loop(self) -> None:
+        last = time.monotonic()
+        while not self._stop.is_set():
+            self._receive()
+            now = time.monotonic()
+            if self.latest and now - last >= (self.every if self.tty else self.LOG_FACTOR * self.every):
+                last = now
+                self._print(self.line())
+
+    def _print(self, text: str) -> None:
+        self.lines += 1
+        self.out.write(f"\r{text}\033[K" if self.tty else f"{text}\n")
+        self.out.flush()
+
+    def __enter__(self) -> "ProgressMonitor":
+        self._previous_env = os.environ.get(ENV)
+        os.environ[ENV] = self.target
+        self._started = time.monotonic()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._stop.set()
+        self._thread.join()
+        if _reporter is not None and _reporter.target == self.target:
+            _reporter.send()  # an in-process worker's last counts
+        while self._receive():  # what the workers sent last
+            pass
+        self._socket.close()
+        if self._previous_env is None:
+            os.environ.pop(ENV, None)
+        else:
+            os.environ[ENV] = self._previous_env
+        if self.latest:
+            self._print(self.line())
+        if self.tty and self.lines:
+            self.out.write("\n")
+            self.out.flush()
+
+
+def _can_write(out: TextIO, text: str) -> bool:
+    try:
+        text.encode(getattr(out, "encoding", None) or "ascii")
+    except (LookupError, UnicodeEncodeError):
+        return False
+    return True
