@@ -17,9 +17,9 @@ module level, inside functions and methods, under ``if`` and ``try``, and
   it is imported: every import of any module runs it first, so it names its API
   lazily (tests/test_python_api.py checks those names).
 
-``ALLOWED`` lists the violations the tree has today, each with the area that
-removes it. It only shrinks: an entry that no longer matches a violation fails the
-test too, so whoever fixes one deletes its line.
+It started with an allow-list of the violations the tree had (a cycle among the
+commands, upward imports of runners and pipeline from the read, scoring and quality
+stages); each was removed, and so was the list: there are no exceptions.
 """
 
 from __future__ import annotations
@@ -53,13 +53,6 @@ LAYERS = (
 )
 BEAM_FREE = ("mmcurate.schemas", "mmcurate.filters", "mmcurate.stages.config", "mmcurate.stages.engines")
 PACKAGE_ROOT = "mmcurate"
-
-# Violations in today's tree: (kind, module, imported) -> area that removes it.
-# kind "upward": module imports the higher-layer `imported`; "beam": module imports
-# apache_beam; "cycle": `module` and `imported` are the first two (sorted) modules of
-# an import cycle, whose members the message lists. Empty when the house holds.
-ALLOWED: dict[tuple[str, str, str], str] = {
-}
 
 
 def _module_name(path: Path) -> str:
@@ -208,7 +201,10 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def violations() -> dict[tuple[str, str, str], str]:
-    """Every violation in the tree: key as in ``ALLOWED`` -> where it is."""
+    """Every violation in the tree: (kind, module, imported) -> where it is. Kind
+    "upward": ``module`` imports the higher-layer ``imported``; "beam": it imports
+    apache_beam; "root": the package root imports ``imported`` with itself; "cycle":
+    ``module`` and ``imported`` are the first two (sorted) members of a cycle."""
     found: dict[tuple[str, str, str], str] = {}
     for module in sorted(MODULES):
         rel = MODULES[module].relative_to(ROOT).as_posix()
@@ -266,19 +262,6 @@ def test_finds_every_cycle_and_only_cycles():
 
 
 def test_layers_hold():
-    found = violations()
-    new = {k: where for k, where in found.items() if k not in ALLOWED}
-    fixed = sorted(k for k in ALLOWED if k not in found)
-    message = ""
-    if new:
-        lines = [f"  {kind}: {module} -> {target}  ({where})" for (kind, module, target), where in sorted(new.items())]
-        message += "imports that break the layers (README 'Code map'):\n" + "\n".join(lines) + "\n"
-    if fixed:
-        message += "fixed: delete these from ALLOWED in tests/test_layers.py:\n" + "\n".join(f"  {k}" for k in fixed)
-    assert not message, message
-
-
-def test_allow_list_names_the_area_that_removes_each_entry():
-    areas = {"read-extract", "images", "scoring", "corpus-steps", "commands", "funnel", "schemas-tests"}
-    assert {kind for kind, _m, _t in ALLOWED} <= {"upward", "beam", "cycle", "root"}
-    assert set(ALLOWED.values()) <= areas
+    found = sorted(violations().items())
+    lines = [f"  {kind}: {module} -> {target}  ({where})" for (kind, module, target), where in found]
+    assert not lines, "imports that break the layers (README 'Code map'):\n" + "\n".join(lines)
