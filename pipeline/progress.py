@@ -200,6 +200,7 @@ class ProgressMonitor:
         self.arrow = "→" if _can_write(self.out, "→") else "->"
         self.latest: dict[str, dict] = {}
         self.lines = 0
+        self.printed = ""
         self._socket = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self._socket.bind(("127.0.0.1", 0))
         self._socket.settimeout(0.1)
@@ -229,7 +230,7 @@ class ProgressMonitor:
         if self.total_bytes > 0:
             done = min(read_bytes / self.total_bytes, 1.0)
             text += f" ({100 * done:.0f}% of {self.total_bytes / 1e6:,.1f} MB"
-            text += f", ETA {_duration(elapsed * (1 - done) / done)})" if 0 < done < 1 else ")"
+            text += f", ETA {_duration(elapsed * (1 - done) / done)})" if 0 < done and round(100 * done) < 100 else ")"
         for stage, (n_in, kept) in figures.items():
             if stage != "read":
                 text += f" | {stage} {kept:,}" if stage == "write" else f" | {stage} {n_in:,}{self.arrow}{kept:,}"
@@ -262,6 +263,7 @@ class ProgressMonitor:
                 self._print(self.line())
 
     def _print(self, text: str) -> None:
+        self.printed = text.rsplit(" | ", 1)[0]  # the figures, without rate and time
         self.lines += 1
         self.out.write(f"\r{text}\033[K" if self.tty else f"{text}\n")
         self.out.flush()
@@ -285,8 +287,9 @@ class ProgressMonitor:
             os.environ.pop(ENV, None)
         else:
             os.environ[ENV] = self._previous_env
-        if self.latest:
-            self._print(self.line())
+        final = self.line() if self.latest else ""
+        if final and (self.tty or final.rsplit(" | ", 1)[0] != self.printed):
+            self._print(final)
         if self.tty and self.lines:
             self.out.write("\n")
             self.out.flush()
