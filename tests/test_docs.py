@@ -54,3 +54,20 @@ def test_tables_doc_lists_every_column_with_its_type():
         listed = {name: kind.replace("\\|", "|") for name, kind, _ in rows}
         expected = {f.name: str(f.type).replace("list<item: ", "list<") for f in schema}
         assert listed == expected, table
+
+
+def test_the_code_map_names_every_package_and_only_paths_that_exist():
+    """README's "Code map": a line per folder (every package of the tree among them)
+    and per important module, each naming paths that exist."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## Code map\n", 1)[1].split("\n## ", 1)[0]
+    named = set()
+    for cell in re.findall(r"^\| ([^|]+) \|", section, flags=re.M):
+        named.update(re.findall(r"`([^`]+)`", cell))
+    assert named and not [path for path in named if not (ROOT / path).exists()]
+    packages = {
+        init.parent.relative_to(ROOT).as_posix() + "/"
+        for folder in ("schemas", "filters", "stages", "runners", "pipeline")
+        for init in (ROOT / folder).rglob("__init__.py")
+    }
+    assert not packages - named, f"packages missing from the code map: {sorted(packages - named)}"
