@@ -25,7 +25,6 @@ from mmcurate.stages.config import ImagesConfig
 from mmcurate.schemas.rows import STATUS_FAILED, STATUS_REJECTED, STATUS_SKIPPED
 from mmcurate.stages.engines.image_result import STAGE, ImageResult, image_decision, reason_counter
 from mmcurate.stages.engines.phash_clusters import Cluster, resolve_set, survivor_rank, too_frequent
-from mmcurate.filters.url_forms import canonical_url
 from mmcurate.stages.results import ERRORS, KEPT, REJECTED, StageCounters, apply_filters, error_decision, rejection_decision
 from mmcurate.stages.staging import VerdictsByUnit, read_unit, record_key, split_unit_key, unit_key
 
@@ -154,7 +153,7 @@ class ApplyImagesFn(beam.DoFn):
                 nodes.append(node)
                 continue
             referenced += 1
-            link = links.get(canonical_url(node.src)) if node.src else None
+            link = links.get(node.src) if node.src else None
             result = link.result if link else None
             if result is None or result.status in (STATUS_FAILED, STATUS_REJECTED):
                 removed += 1  # the image's own decision row says why

@@ -44,7 +44,6 @@ from mmcurate.stages.engines.image_decode import normalize_image
 from mmcurate.stages.engines.image_fetch import Fetched, ImageFetcher
 from mmcurate.schemas.rows import SOURCE_HTTP, SOURCE_WARC, STATUS_FAILED
 from mmcurate.stages.engines.image_result import STAGE, ImageResult, reason_counter
-from mmcurate.filters.url_forms import canonical_url
 from mmcurate.stages.read import captured_payload
 from mmcurate.stages.results import StageCounters
 from mmcurate.filters.url_forms import capture_key
@@ -57,16 +56,12 @@ _FINAL_REFUSALS = frozenset({reasons.IMAGE_ROBOTS_DISALLOWED, reasons.IMAGE_OPTE
 
 def image_wants(doc: Document) -> Iterable[tuple[str, tuple[str, ...]]]:
     """(URL, its other candidates, most preferred first) for each distinct image URL
-    of a document."""
+    of a document, as extraction wrote them (in canonical form: ``ImageNode.src``)."""
     seen = set()
     for node in doc.image_nodes:
-        if node.src:
-            url = canonical_url(node.src)
-            if url not in seen:
-                seen.add(url)
-                others = dict.fromkeys(canonical_url(c) for c in node.candidates if c)
-                others.pop(url, None)
-                yield url, tuple(others)
+        if node.src and node.src not in seen:
+            seen.add(node.src)
+            yield node.src, tuple(c for c in node.candidates if c and c != node.src)
 
 
 def count_result(counters: StageCounters, result: ImageResult) -> None:

@@ -17,52 +17,32 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from mmcurate.filters import reasons
-from mmcurate.schemas import Provenance
-from mmcurate.schemas.tables import PROVENANCE_FIELDS
 from mmcurate.stages.config import ImagesConfig
 from mmcurate.stages.engines.image_decode import extension
-from mmcurate.schemas.rows import SOURCE_WARC, STATUS_OK, STATUS_REJECTED
+from mmcurate.schemas.rows import NO_PROVENANCE, SOURCE_WARC, STATUS_OK, STATUS_REJECTED, ImageRow
 from mmcurate.stages.engines.image_result import ImageResult
 from mmcurate.stages.engines.phash_clusters import Cluster, too_frequent
 
 Blob = tuple[str, int, int]  # (path, offset, length) of stashed bytes
 
 
-def _provenance_columns(prov: Optional[Provenance]) -> dict:
-    prov = prov or Provenance(warc_file="")
-    return {
-        "warc_file": prov.warc_file,
-        "warc_record_id": prov.record_id,
-        "warc_date": prov.date,
-        "warc_offset": prov.offset,
-        "warc_length": prov.length,
-    }
-
-
-assert [f.name for f in PROVENANCE_FIELDS] == list(_provenance_columns(None))
-
-
-def failed_image_row(result: ImageResult) -> dict:
+def failed_image_row(result: ImageResult) -> ImageRow:
     """The images-table row of a URL whose image was not retrieved or was refused."""
-    return {
-        "image_id": result.image_id,
-        "urls": [result.url],
-        "status": result.status,
-        "reason": result.reason,
-        "detail": result.detail,
-        "source": result.source,
-        "content_type": result.content_type,
-        "format": result.format,
-        "width": result.width,
-        "height": result.height,
-        "num_bytes": result.num_bytes,
-        "phash": result.phash,
-        "duplicate_of": None,
-        "doc_frequency": None,
-        "bytes": None,
-        "path": None,
-        **_provenance_columns(result.provenance),
-    }
+    return ImageRow(
+        image_id=result.image_id,
+        urls=(result.url,),
+        status=result.status,
+        reason=result.reason,
+        detail=result.detail,
+        source=result.source,
+        content_type=result.content_type,
+        format=result.format,
+        width=result.width,
+        height=result.height,
+        num_bytes=result.num_bytes,
+        phash=result.phash,
+        provenance=result.provenance or NO_PROVENANCE,
+    )
 
 
 class StashBytesFn(beam.DoFn):
@@ -115,7 +95,7 @@ class ImageRowFn(beam.DoFn):
     def __init__(self, config: ImagesConfig):
         self._config = config
 
-    def process(self, element: tuple[str, dict]) -> Iterable[dict]:
+    def process(self, element: tuple[str, dict]) -> Iterable[ImageRow]:
         image_id, joined = element
         entries = [e if isinstance(e, tuple) else (e, None) for e in joined["image"]]
         entries.sort(key=lambda e: (e[0].source != SOURCE_WARC, e[0].url))
@@ -126,20 +106,18 @@ class ImageRowFn(beam.DoFn):
         cluster = clusters[0] if clusters else Cluster(image_id, 0)
         first = _with_bytes(*entries[0])
         refused = too_frequent(cluster, self._config.max_doc_frequency)
-        row = failed_image_row(first)
-        row.update(
-            urls=sorted({u for r in results for u in (r.url, r.source_url) if u}),
+        stored = {}
+        if not refused:
+            stored = {"bytes": first.data} if self._config.store == "bytes" else {"path": self._store(image_id, first)}
+        yield dataclasses.replace(
+            failed_image_row(first),
+            urls=tuple(sorted({u for r in results for u in (r.url, r.source_url) if u})),
             status=STATUS_REJECTED if refused else STATUS_OK,
             reason=reasons.IMAGE_TOO_FREQUENT if refused else "",
             duplicate_of=cluster.rep if cluster.rep != image_id else None,
             doc_frequency=cluster.doc_frequency,
+            **stored,
         )
-        if not refused:
-            if self._config.store == "bytes":
-                row["bytes"] = first.data
-            else:
-                row["path"] = self._store(image_id, first)
-        yield row
 
     def _store(self, image_id: str, result: ImageResult) -> str:
         directory = self._config.image_dir
@@ -164,8 +142,8 @@ def _by_image_id(result: ImageResult) -> tuple[str, ImageResult]:
 
 
 class ImageTableRows(beam.PTransform):
-    """``(results, summaries, clusters) | ImageTableRows(config, blob_dir)`` -> dict
-    rows of the images table. ``results`` carry bytes, ``summaries`` are the same
+    """``(results, summaries, clusters) | ImageTableRows(config, blob_dir)`` ->
+    ``schemas.rows.ImageRow`` rows of the images table. ``results`` carry bytes, ``summaries`` are the same
     results without them, ``clusters`` are ``(image_id, Cluster)``."""
 
     def __init__(self, config: ImagesConfig, blob_dir: Optional[str] = None, label: Optional[str] = None):

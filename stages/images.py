@@ -59,7 +59,7 @@ class ImagesResult(NamedTuple):
     kept: beam.PCollection  # Document
     rejected: beam.PCollection  # Decision (pages and images)
     errors: beam.PCollection  # Decision (pages and images)
-    images: beam.PCollection  # dict rows of the images table
+    images: beam.PCollection  # ImageRow: rows of the images table
 
 
 def image_refs(doc: Document, key: Optional[str] = None) -> Iterable[tuple[str, tuple[str, str]]]:

@@ -105,7 +105,7 @@ def test_document_keeps_the_image_and_the_images_table_names_both_urls():
         label="kept",
     )
     assert_that(
-        result.images | beam.Map(lambda r: (r["status"], r["source"], sorted(u.rsplit("/", 1)[-1] for u in r["urls"]))),
+        result.images | beam.Map(lambda r: (r.status, r.source, sorted(u.rsplit("/", 1)[-1] for u in r.urls))),
         equal_to([("ok", "warc", ["220px-Mona_Lisa%2C_by_Leonardo.jpg", "440px-Mona_Lisa%2C_by_Leonardo.jpg"])]),
         label="rows",
     )
