@@ -8,6 +8,7 @@ from pathlib import Path
 
 import apache_beam as beam
 import pyarrow.parquet as pq
+import pytest
 
 from mmcurate.pipeline.build import build_pipeline, plan_phases
 from mmcurate.pipeline.config import load_config
@@ -37,6 +38,7 @@ def tables(directory: Path) -> dict[str, list]:
     return {"documents": rows("documents"), "decisions": rows("decisions"), "images": rows("images")}
 
 
+@pytest.mark.slow  # two whole-pipeline builds with every corpus-wide stage: minutes on a 2-core machine
 def test_staged_phases_write_what_one_in_memory_pipeline_writes(tmp_path):
     config = load_config(overrides=[f"run.stages={STAGES}"])
     manifest = run_curation([str(DEMO)], str(tmp_path / "phased"), config, ["--runner=DirectRunner"])

@@ -233,6 +233,7 @@ def test_plan_without_runs_explores_the_index(known, tmp_path):
     assert all(c["plan_domain_pages_read"] == 0 for c in chosen)
 
 
+@pytest.mark.slow  # a Dask cluster of its own; the Dask runner's quick check is tests/runners/test_dask.py
 def test_plan_on_a_dask_cluster_gives_the_same_pointers(known, tmp_path):
     distributed = pytest.importorskip("distributed")
     work, index, _, _ = known

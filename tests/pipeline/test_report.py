@@ -23,6 +23,7 @@ from mmcurate.pipeline.cli import main
 from mmcurate.pipeline.report.command import REPORT, write_report
 from mmcurate.pipeline.report.page import CSP
 from mmcurate.schemas.tables import PAIRS, PAIRS_SCHEMA, to_table
+from shared_runs import copy_run
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM_FLAGS = [
@@ -149,10 +150,9 @@ def test_pairs_shown_when_the_run_has_a_pairs_table(report_run, tmp_path):
     assert "CLIP similarity of recycled pairs" in page.xpath("//figure[@class='dist']/figcaption/b/text()")
 
 
-def test_run_without_images_table_shows_url_placeholders(tmp_path):
+def test_run_without_images_table_shows_url_placeholders(demo_run, tmp_path):
     # The default stages do not retrieve images: the images table stays empty.
-    copy = tmp_path / "demo"
-    assert main(["run", str(ROOT / "tests/fixtures/warc/demo.warc.gz"), "--output", str(copy), "--quiet"]) == 0
+    copy = copy_run(demo_run.output, tmp_path / "demo")  # the session's demo run (tests/conftest.py)
     assert main(["report", str(copy)]) == 0
     page = lxml_html.parse(str(copy / REPORT)).getroot()
     assert not page.xpath("//img")

@@ -22,6 +22,7 @@ from mmcurate.filters import reasons
 from mmcurate.pipeline import publication as out
 from mmcurate.pipeline.cli import main
 from mmcurate.schemas.tables import TABLES
+from shared_runs import SMALL_STAGES
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "warc"
 DEMO = FIXTURES / "demo.warc.gz"
@@ -125,7 +126,7 @@ def test_ctrl_c_ends_the_run_with_one_line(big, tmp_path):
     assert finished_phases(output) == ["0-read"]
 
 
-def test_a_second_run_into_a_directory_in_use_is_refused_with_one_line(tmp_path, capsys):
+def test_a_second_run_into_a_directory_in_use_is_refused_with_one_line(small_warc, tmp_path, capsys):
     output = tmp_path / "out"
     with out.lock_output(str(output)):  # what a run holds while it works
         code = main(["run", str(DEMO), "-o", str(output), "--runner-preset", "direct", "--quiet"])
@@ -134,8 +135,8 @@ def test_a_second_run_into_a_directory_in_use_is_refused_with_one_line(tmp_path,
     assert err == [f"mmcurate: output {output} is in use by another run (pid {os.getpid()}); "
                    "wait for it to end or choose another --output"]
     assert not (output / "manifest.json").exists()
-    # Free again: the run goes ahead.
-    assert main(["run", str(DEMO), "-o", str(output), "--runner-preset", "direct", "--quiet"]) == 0
+    # Free again: the run goes ahead (the small WARC, one phase: the quickest whole run).
+    assert main(["run", str(small_warc), "-o", str(output), "--stages", SMALL_STAGES, "--runner-preset", "direct", "--quiet"]) == 0
 
 
 def test_a_concurrent_run_is_refused_while_the_first_one_works(tmp_path):
@@ -237,10 +238,9 @@ def test_an_output_written_before_versions_is_replaced_cleanly(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def single_run(tmp_path_factory):
-    output = tmp_path_factory.mktemp("single") / "out"
-    assert main(["run", str(DEMO), "-o", str(output), "--runner-preset", "direct", "--quiet"]) == 0
-    return outcome(output)
+def single_run(demo_run):
+    """The session's run of the demo WARC (tests/conftest.py)."""
+    return outcome(demo_run.output)
 
 
 def test_the_same_warc_under_two_names_keeps_one_copy_of_each_page(single_run, tmp_path):

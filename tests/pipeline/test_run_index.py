@@ -25,10 +25,10 @@ def outcome(out: Path):
 
 
 @pytest.fixture(scope="module")
-def whole(tmp_path_factory):
-    """The whole file read, and the pointers of every page it held."""
-    out = tmp_path_factory.mktemp("whole")
-    assert main(["run", str(DEMO), "-o", str(out), "--runner-preset", "direct", "--quiet"]) == 0
+def whole(demo_run):
+    """The whole file read (the session's run, tests/conftest.py), and the pointers
+    of every page it held."""
+    out = demo_run.output
     columns = ["doc_id", "warc_file", "warc_offset", "warc_length"]
     rows = pq.read_table(out / "documents", columns=columns).to_pylist()
     rows += pq.read_table(out / "decisions", columns=columns).to_pylist()

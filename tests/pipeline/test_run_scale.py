@@ -20,6 +20,7 @@ from mmcurate.pipeline.cli import main
 from mmcurate.pipeline.config import load_config
 from mmcurate.pipeline.run import counters_from_rows, run_curation
 from mmcurate.pipeline import progress
+from shared_runs import SMALL_STAGES, copy_run
 from warcbuild import WarcBuilder
 
 DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "warc" / "demo.warc.gz"
@@ -61,24 +62,37 @@ def repeat_pages(src: Path, dst: Path, times: int) -> int:
 
 
 @pytest.fixture(scope="module")
-def direct(tmp_path_factory):
-    out = tmp_path_factory.mktemp("direct")
-    assert main(["run", str(DEMO), "-o", str(out), "--runner-preset", "direct", "--quiet"]) == 0
-    return outcome(out)
+def direct(demo_run):
+    """The session's DirectRunner run of the demo WARC (tests/conftest.py)."""
+    return outcome(demo_run.output)
 
 
-def test_multi_process_gives_the_same_ids_rows_and_counts(direct, tmp_path):
-    out = tmp_path / "out"
-    args = ["run", str(DEMO), "-o", str(out), "--runner-preset", "local", "--runner-opt", "workers=2", "--quiet"]
-    assert main(args) == 0
-    kept, rows, manifest = outcome(out)
-    want_kept, want_rows, want = direct
+def assert_same_run(got, want) -> None:
+    kept, rows, manifest = got
+    want_kept, want_rows, want = want
     assert kept == want_kept and len(kept) > 0
     assert rows == want_rows
     assert manifest["totals"] == want["totals"] and manifest["records"] == want["records"]
     assert {s: e.get("rejected_by_reason") for s, e in manifest["stages"].items()} == {
         s: e.get("rejected_by_reason") for s, e in want["stages"].items()
     }
+
+
+LOCAL = ["--runner-preset", "local", "--runner-opt", "workers=2", "--quiet"]
+
+
+@pytest.mark.slow
+def test_multi_process_gives_the_same_ids_rows_and_counts(direct, tmp_path):
+    out = tmp_path / "out"
+    assert main(["run", str(DEMO), "-o", str(out), *LOCAL]) == 0
+    assert_same_run(outcome(out), direct)
+
+
+def test_multi_process_on_a_small_warc_gives_the_same_ids_rows_and_counts(small_run, tmp_path):
+    """The quick check of the local multi-process runner (the demo WARC's is slow)."""
+    out = tmp_path / "out"
+    assert main(["run", *map(str, small_run.inputs), "-o", str(out), "--stages", SMALL_STAGES, *LOCAL]) == 0
+    assert_same_run(outcome(out), outcome(small_run.output))
 
 
 def test_rerun_gives_the_same_ids_counts_and_decision_rows(direct, tmp_path):
@@ -95,12 +109,12 @@ def test_rerun_gives_the_same_ids_counts_and_decision_rows(direct, tmp_path):
         pq.read_table(Path(want["output"]) / "documents").to_pylist(), key=lambda r: r["doc_id"])]
 
 
-def test_killed_run_restarts_into_the_same_output_complete_and_not_duplicated(tmp_path):
+@pytest.mark.slow
+def test_killed_run_restarts_into_the_same_output_complete_and_not_duplicated(demo_run, tmp_path):
     big = tmp_path / "big.warc.gz"
     pages = repeat_pages(DEMO, big, 8)
-    out = tmp_path / "out"
-    # A complete earlier run into the same directory.
-    assert main(["run", str(DEMO), "-o", str(out), "--runner-preset", "direct", "--quiet"]) == 0
+    # A complete earlier run into the same directory (a copy of the session's).
+    out = copy_run(demo_run.output, tmp_path / "out")
     before = outcome(out)
     cmd = [sys.executable, "-m", "mmcurate.pipeline.cli", "run", str(big), "-o", str(out), "--runner-preset", "direct", "-q"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
@@ -155,12 +169,10 @@ def progress_figures(line: str) -> dict[str, tuple[int, ...]]:
     return figures
 
 
-def test_quiet_run_prints_no_progress_but_the_funnel(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(progress.ProgressMonitor, "EVERY", 0.01)
-    assert main(["run", str(DEMO), "-o", str(tmp_path / "o"), "--runner-preset", "direct", "--quiet"]) == 0
-    captured = capsys.readouterr()
-    assert "pages/s" not in captured.err
-    assert "conservation holds" in captured.out and "heuristics" in captured.out
+def test_quiet_run_prints_no_progress_but_the_funnel(demo_run):
+    # The session's run is --quiet, with ProgressMonitor.EVERY at 0.01 s (tests/conftest.py).
+    assert "pages/s" not in demo_run.stderr
+    assert "conservation holds" in demo_run.stdout and "heuristics" in demo_run.stdout
 
 
 def test_funnel_from_rows_matches_the_metrics(direct, tmp_path):

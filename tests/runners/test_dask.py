@@ -1,5 +1,7 @@
 """The full pipeline on a real distributed engine: a dask.distributed LocalCluster
-(2 worker processes on 127.0.0.1) through the ``dask`` preset, against DirectRunner."""
+(2 worker processes on 127.0.0.1) through the ``dask`` preset, against the session's
+DirectRunner runs (tests/conftest.py): the small WARC in ``make test``, the demo WARC
+in ``make test-slow``."""
 
 import json
 from pathlib import Path
@@ -8,6 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from mmcurate.pipeline.cli import main
+from shared_runs import SMALL_STAGES
 
 distributed = pytest.importorskip("distributed")
 
@@ -25,11 +28,6 @@ def outcome(out: Path):
     return kept, rows, manifest
 
 
-@pytest.fixture(scope="module")
-def direct(tmp_path_factory):
-    out = tmp_path_factory.mktemp("direct")
-    assert main(["run", str(DEMO), "--output", str(out), "--runner-preset", "direct", "--quiet"]) == 0
-    return outcome(out)
 
 
 @pytest.fixture(scope="module")
@@ -44,12 +42,9 @@ def cluster():
         yield cluster
 
 
-def test_dask_cluster_gives_the_same_ids_rows_and_counts(direct, cluster, tmp_path):
-    out = tmp_path / "out"
-    args = ["run", str(DEMO), "--output", str(out), "--runner-preset", "dask", "--quiet"]
-    assert main(args + ["--runner-opt", f"address={cluster.scheduler_address}"]) == 0
+def assert_same_as_direct(out: Path, direct: Path) -> None:
     kept, rows, manifest = outcome(out)
-    want_kept, want_rows, want = direct
+    want_kept, want_rows, want = outcome(direct)
     assert kept == want_kept and len(kept) > 0
     assert rows == want_rows
     assert manifest["totals"] == want["totals"] and manifest["totals"]["conserved"]
@@ -61,3 +56,20 @@ def test_dask_cluster_gives_the_same_ids_rows_and_counts(direct, cluster, tmp_pa
             for key in ("in", "kept", "rejected", "errors", "rejected_by_reason", "errors_by_type"):
                 assert manifest["stages"][stage][key] == entry[key], (stage, key)
     assert manifest["counter_mismatches"] == []
+
+
+def dask_run(inputs, out: Path, cluster, *extra: str) -> None:
+    args = ["run", *map(str, inputs), "--output", str(out), "--runner-preset", "dask", "--quiet", *extra]
+    assert main(args + ["--runner-opt", f"address={cluster.scheduler_address}"]) == 0
+
+
+@pytest.mark.slow
+def test_dask_cluster_gives_the_same_ids_rows_and_counts(demo_run, cluster, tmp_path):
+    dask_run([DEMO], tmp_path / "out", cluster)
+    assert_same_as_direct(tmp_path / "out", demo_run.output)
+
+
+def test_dask_cluster_on_a_small_warc_gives_the_same_ids_rows_and_counts(small_run, cluster, tmp_path):
+    """The quick check of the Dask path (the demo WARC's run above is slow)."""
+    dask_run(small_run.inputs, tmp_path / "out", cluster, "--stages", SMALL_STAGES)
+    assert_same_as_direct(tmp_path / "out", small_run.output)

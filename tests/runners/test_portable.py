@@ -1,6 +1,7 @@
 """The full pipeline through the portability layer, as Flink and Dataflow run it:
 Beam's own local job service in a subprocess on 127.0.0.1, PortableRunner with
-LOOPBACK workers, against DirectRunner on the same fixture WARC.
+LOOPBACK workers, against the session's DirectRunner runs of the same WARC
+(tests/conftest.py): the small WARC in ``make test``, the demo WARC in ``make test-slow``.
 
 (Beam's Python job service has no PROCESS environment: it fails with
 KeyError 'beam:env:process:v1', so PROCESS is for a Flink job server only.)
@@ -17,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from mmcurate.pipeline.cli import main
+from shared_runs import SMALL_STAGES
 
 DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "warc" / "demo.warc.gz"
 
@@ -60,12 +62,10 @@ def job_service():
         proc.wait(timeout=30)
 
 
-def test_portable_loopback_gives_the_same_ids_rows_and_counts(job_service, tmp_path):
-    direct, portable = tmp_path / "direct", tmp_path / "portable"
-    assert main(["run", str(DEMO), "-o", str(direct), "--runner-preset", "direct", "--quiet"]) == 0
-    args = ["run", str(DEMO), "-o", str(portable), "--runner-preset", "portable", "--quiet"]
+def assert_portable_run(inputs, direct: Path, job_service: str, out: Path, *extra: str) -> None:
+    args = ["run", *map(str, inputs), "-o", str(out), "--runner-preset", "portable", "--quiet", *extra]
     assert main(args + ["--runner-opt", f"endpoint={job_service}", "--runner-opt", "environment=LOOPBACK"]) == 0
-    kept, rows, manifest = outcome(portable)
+    kept, rows, manifest = outcome(out)
     want_kept, want_rows, want = outcome(direct)
     assert kept == want_kept and len(kept) > 0
     assert rows == want_rows
@@ -74,3 +74,13 @@ def test_portable_loopback_gives_the_same_ids_rows_and_counts(job_service, tmp_p
     assert manifest["counters_source"] == "runner metrics"
     assert manifest["records"] == want["records"]
     assert manifest["counter_mismatches"] == []
+
+
+@pytest.mark.slow
+def test_portable_loopback_gives_the_same_ids_rows_and_counts(demo_run, job_service, tmp_path):
+    assert_portable_run([DEMO], demo_run.output, job_service, tmp_path / "portable")
+
+
+def test_portable_loopback_on_a_small_warc_gives_the_same_ids_rows_and_counts(small_run, job_service, tmp_path):
+    """The quick check of the portability layer (the demo WARC's run above is slow)."""
+    assert_portable_run(small_run.inputs, small_run.output, job_service, tmp_path / "portable", "--stages", SMALL_STAGES)
