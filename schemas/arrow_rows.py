@@ -23,25 +23,23 @@ from mmcurate.schemas.tables import DECISIONS, DOCUMENTS, IMAGES, PAIRS, SCHEMAS
 Record = Union[Document, Decision, ImageRow, PairRow]
 
 
+# The one provenance mapping: column of every table <- field of ``Provenance``.
+PROVENANCE_COLUMNS = (
+    ("warc_file", "warc_file"),
+    ("warc_record_id", "record_id"),
+    ("warc_date", "date"),
+    ("warc_offset", "offset"),
+    ("warc_length", "length"),
+)
+
+
 def provenance_columns(prov: Provenance) -> dict[str, Any]:
     """The five provenance columns (``schemas.tables.PROVENANCE_FIELDS``) of a record."""
-    return {
-        "warc_file": prov.warc_file,
-        "warc_record_id": prov.record_id,
-        "warc_date": prov.date,
-        "warc_offset": prov.offset,
-        "warc_length": prov.length,
-    }
+    return {column: getattr(prov, name) for column, name in PROVENANCE_COLUMNS}
 
 
 def provenance_from_columns(row: Mapping[str, Any]) -> Provenance:
-    return Provenance(
-        warc_file=row["warc_file"],
-        record_id=row["warc_record_id"],
-        date=row["warc_date"],
-        offset=row["warc_offset"],
-        length=row["warc_length"],
-    )
+    return Provenance(**{name: row[column] for column, name in PROVENANCE_COLUMNS})
 
 
 def _entries(mapping: Mapping[str, Any], cast) -> list[dict[str, Any]]:

@@ -7,6 +7,7 @@ import pytest
 
 from mmcurate.schemas import Decision, Document, ImageRow, PairRow, Provenance, TextNode
 from mmcurate.schemas.arrow_rows import (
+    PROVENANCE_COLUMNS,
     ROW_TYPES,
     from_arrow_row,
     provenance_columns,
@@ -63,6 +64,8 @@ def test_one_provenance_mapping_for_every_table():
     columns = provenance_columns(PROV)
     assert list(columns) == [f.name for f in PROVENANCE_FIELDS]
     assert provenance_from_columns(columns) == PROV
+    # every field of Provenance has its column: a new field without one fails here
+    assert [name for _, name in PROVENANCE_COLUMNS] == [f.name for f in dataclasses.fields(Provenance)]
     for table in TABLES:
         assert SCHEMAS[table].names[-len(PROVENANCE_FIELDS):] == list(columns), table
         row = to_arrow_row(SAMPLES[table])
