@@ -212,15 +212,18 @@ def from_arrow_row(table: str, row: Mapping[str, Any]) -> Record:
     return _FROM_ROW[table](row)
 
 
-def records_to_table(records: Iterable[Record], table: str) -> pa.Table:
-    """Typed rows as an Arrow table of ``table``'s schema (fails on a wrong type)."""
+def table_row(record: Record, table: str) -> dict[str, Any]:
+    """``to_arrow_row`` of a typed row that must be ``table``'s (a hand-built dict or
+    another table's row fails here, not as a wrong value in Parquet)."""
     expected = ROW_TYPES[table]
-    rows = []
-    for record in records:
-        if type(record) is not expected:
-            raise TypeError(f"{table} holds {expected.__name__} rows, not {type(record).__name__}")
-        rows.append(to_arrow_row(record))
-    return pa.Table.from_pylist(rows, schema=SCHEMAS[table])
+    if type(record) is not expected:
+        raise TypeError(f"{table} holds {expected.__name__} rows, not {type(record).__name__}")
+    return to_arrow_row(record)
+
+
+def records_to_table(records: Iterable[Record], table: str) -> pa.Table:
+    """Typed rows as an Arrow table of ``table``'s schema."""
+    return pa.Table.from_pylist([table_row(record, table) for record in records], schema=SCHEMAS[table])
 
 
 def table_to_records(arrow: pa.Table, table: str) -> list[Record]:

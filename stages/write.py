@@ -9,12 +9,11 @@ them the output's current version in one atomic switch (see ``pipeline.publicati
 from __future__ import annotations
 
 import posixpath
-from typing import Any, Mapping
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from mmcurate.schemas.arrow_rows import from_arrow_row, to_arrow_row
+from mmcurate.schemas.arrow_rows import table_row
 from mmcurate.schemas.tables import DECISIONS, DOCUMENTS, IMAGES, PAIRS, SCHEMAS
 from mmcurate.stages.config import WriteConfig
 
@@ -23,15 +22,6 @@ STAGE = "write"
 
 def table_prefix(directory: str, table: str) -> str:
     return FileSystems.join(directory, table, "part") if "://" in directory else posixpath.join(directory, table, "part")
-
-
-def arrow_row(record: Any, table: str) -> dict:
-    """The Arrow row of a typed row (``schemas.arrow_rows``). A dict row of the images
-    or pairs table is checked by reading it as its typed row first, so a dict with a
-    missing column or a bad status fails here, not as a wrong Parquet value."""
-    if isinstance(record, Mapping):
-        record = from_arrow_row(table, record)
-    return to_arrow_row(record)
 
 
 class WriteTable(beam.PTransform):
@@ -72,15 +62,15 @@ class WriteCorpus(beam.PTransform):
         pair_rows = rest[1] if len(rest) > 1 else documents.pipeline | "NoPairRows" >> beam.Create([])
         return {
             DOCUMENTS: documents
-            | "DocumentRows" >> beam.Map(to_arrow_row)
+            | "DocumentRows" >> beam.Map(table_row, DOCUMENTS)
             | "WriteDocuments" >> WriteTable(self._directory, DOCUMENTS, self._config),
             DECISIONS: decisions
-            | "DecisionRows" >> beam.Map(to_arrow_row)
+            | "DecisionRows" >> beam.Map(table_row, DECISIONS)
             | "WriteDecisions" >> WriteTable(self._directory, DECISIONS, self._config),
             IMAGES: image_rows
-            | "ImageRows" >> beam.Map(arrow_row, IMAGES)
+            | "ImageRows" >> beam.Map(table_row, IMAGES)
             | "WriteImages" >> WriteTable(self._directory, IMAGES, self._config),
             PAIRS: pair_rows
-            | "PairRows" >> beam.Map(arrow_row, PAIRS)
+            | "PairRows" >> beam.Map(table_row, PAIRS)
             | "WritePairs" >> WriteTable(self._directory, PAIRS, self._config),
         }

@@ -12,10 +12,10 @@ from apache_beam.testing.test_pipeline import TestPipeline
 
 from mmcurate.stages.config import WriteConfig
 from mmcurate.schemas import Decision, Document, ImageNode, ImageRow, PairRow, Provenance, TextNode
-from mmcurate.schemas.arrow_rows import table_to_records, to_arrow_row
+from mmcurate.schemas.arrow_rows import table_row, table_to_records, to_arrow_row
 from mmcurate.schemas.rows import STATUS_FAILED, STATUS_OK, STATUS_REJECTED, STATUS_SKIPPED
 from mmcurate.schemas.tables import DECISIONS, DOCUMENTS, IMAGES, PAIRS, SCHEMA_VERSION, SCHEMAS, TABLES
-from mmcurate.stages.write import WriteCorpus, arrow_row
+from mmcurate.stages.write import WriteCorpus
 
 PROV = Provenance("s3://bucket/crawl-00001.warc.gz", "<urn:uuid:1>", "2024-01-02T03:04:05Z", 1234, 567)
 PROV2 = Provenance("crawl-00002.warc.gz", "<urn:uuid:2>", "2024-02-03T04:05:06Z", 0, 99)
@@ -145,11 +145,10 @@ def test_duckdb_queries_the_columns_analysts_use(written):
     assert joined == [("A bridge at night", "JPEG"), ("A cat on a mat", "PNG")]
 
 
-def test_writer_checks_a_dict_row_as_its_typed_row():
+def test_the_writer_takes_only_each_tables_typed_row():
     row = to_arrow_row(IMAGES_IN[2])
-    assert arrow_row(row, IMAGES) == row
-    with pytest.raises(ValueError, match="status"):
-        arrow_row({**row, "status": "OK"}, IMAGES)
-    del row["detail"]
-    with pytest.raises(KeyError):
-        arrow_row(row, IMAGES)
+    assert table_row(IMAGES_IN[2], IMAGES) == row
+    with pytest.raises(TypeError, match="ImageRow rows, not dict"):
+        table_row(row, IMAGES)  # a hand-built dict row
+    with pytest.raises(TypeError, match="PairRow rows, not ImageRow"):
+        table_row(IMAGES_IN[2], PAIRS)
