@@ -59,11 +59,6 @@ class RecordRead:
     record_id: str = ""
     date: str = ""
 
-    @property
-    def is_page(self) -> bool:
-        """An HTML page, whatever became of it (read, rejected or failed)."""
-        return isinstance(self.value, (Exception, Page, HttpNotOk))
-
 
 @dataclass(frozen=True)
 class Fault:
