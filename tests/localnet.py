@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -31,6 +32,22 @@ def start_server(handler: type[BaseHTTPRequestHandler], **attributes) -> QuietSe
         setattr(httpd, name, value)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     return httpd
+
+
+def drip(handler: BaseHTTPRequestHandler, body: bytes, content_type: str = "image/jpeg", pause: float = 0.1, count: int = 30) -> None:
+    """Answer 200 with ``body`` declared in full but sent one byte every ``pause``
+    seconds, ``count`` bytes at most: a server slower than any fetch deadline."""
+    handler.send_response(200)
+    handler.send_header("Content-Type", content_type)
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    try:
+        for i in range(min(count, len(body))):
+            handler.wfile.write(body[i : i + 1])
+            handler.wfile.flush()
+            time.sleep(pause)
+    except (BrokenPipeError, ConnectionResetError):  # the client gave up, as it should
+        pass
 
 
 def stop_server(httpd: QuietServer) -> None:

@@ -7,7 +7,9 @@ resizes and re-encodes, and measures what the images table stores: sha256 of the
 stored bytes (the ``image_id``), format, width, height and a 64-bit pHash.
 
 It never raises for bad input: a corrupt, truncated or hostile payload is an
-``ImageResult`` whose status says why. Beam-free, so tests and benchmarks call it
+``ImageResult`` whose status and reason say why (``image.not_an_image`` and
+``image.undecodable`` are failures, the others a rule's refusal:
+``image_result.reason_kind``). Beam-free, so tests and benchmarks call it
 directly.
 
 Memory: a JPEG that will be resized is decoded at the smallest DCT scale that still
@@ -106,6 +108,12 @@ def _refused(url: str, verdict: Verdict, signals: Mapping[str, float], **extra) 
     )
 
 
+def _undecodable(url: str, exc: Exception, **fields) -> ImageResult:
+    """A payload Pillow could not decode (its header, or its pixel data): a failure."""
+    detail = f"{type(exc).__name__}: {exc}"[:200]
+    return ImageResult(url=url, status=STATUS_REJECTED, reason=reasons.IMAGE_UNDECODABLE, detail=detail, **fields)
+
+
 def _encode(image: Image.Image, fmt: str, quality: int) -> bytes:
     if fmt == "JPEG" and image.mode not in ("RGB", "L", "CMYK"):
         image = image.convert("RGBA") if image.mode in ("P", "LA", "PA") else image
@@ -153,15 +161,7 @@ def normalize_image(url: str, payload: bytes, config: ImagesConfig, **extra) -> 
     except Image.DecompressionBombError as exc:
         return ImageResult(url=url, status=STATUS_REJECTED, reason=reasons.IMAGE_DECOMPRESSION_BOMB, detail=str(exc)[:200], **extra)
     except Exception as exc:  # Pillow raises many types for a bad header
-        return ImageResult(
-            url=url,
-            status=STATUS_REJECTED,
-            reason=reasons.IMAGE_UNDECODABLE,
-            detail=f"{type(exc).__name__}: {exc}"[:200],
-            format=fmt,
-            num_bytes=len(payload),
-            **extra,
-        )
+        return _undecodable(url, exc, format=fmt, num_bytes=len(payload), **extra)
     checks = (
         partial(rules.pixel_limit, max_pixels=config.max_pixels),
         partial(rules.allowed_format, formats=config.formats),
@@ -223,15 +223,7 @@ def _decode(url, payload, image, info, config, signals, measured, extra) -> Imag
             phash = str(imagehash.phash(oriented))
             width, height = oriented.size
     except Exception as exc:  # truncated or corrupt pixel data
-        return ImageResult(
-            url=url,
-            status=STATUS_REJECTED,
-            reason=reasons.IMAGE_UNDECODABLE,
-            detail=f"{type(exc).__name__}: {exc}"[:200],
-            signals=signals,
-            **measured,
-            **extra,
-        )
+        return _undecodable(url, exc, signals=signals, **measured, **extra)
     return ImageResult(
         url=url,
         status=STATUS_OK,

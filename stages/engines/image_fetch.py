@@ -207,46 +207,24 @@ class ImageFetcher:
         state = {"attempts": 0, "redirects": 0, "url": url}
         try:
             payload, content_type = await asyncio.wait_for(self._follow(url, state), self._config.deadline_seconds)
-        except _Failure as failure:
-            return Fetched(
-                url=url,
-                ok=False,
-                final_url=state["url"],
-                reason=failure.reason,
-                value=failure.value,
-                threshold=failure.threshold,
-                detail=failure.detail[:300],
-                attempts=state["attempts"],
-                redirects=state["redirects"],
-            )
+        except _Failure as exc:
+            failure = exc
         except asyncio.TimeoutError:
-            return Fetched(
-                url=url,
-                ok=False,
-                final_url=state["url"],
-                reason=reasons.IMAGE_TIMEOUT,
-                threshold=self._config.deadline_seconds,
-                detail=f"no complete answer within {self._config.deadline_seconds}s",
-                attempts=state["attempts"],
-                redirects=state["redirects"],
-            )
+            deadline = self._config.deadline_seconds
+            failure = _Failure(reasons.IMAGE_TIMEOUT, f"no complete answer within {deadline}s", threshold=deadline)
         except Exception as exc:  # never raise: one hostile URL must not end the run
             log.warning("fetching %s failed unexpectedly: %s: %s", url[:200], type(exc).__name__, exc)
-            return Fetched(
-                url=url,
-                ok=False,
-                final_url=state["url"],
-                reason=type(exc).__name__,
-                detail=f"{type(exc).__name__}: {exc}"[:300],
-                attempts=state["attempts"],
-                redirects=state["redirects"],
-            )
+            failure = _Failure(type(exc).__name__, f"{type(exc).__name__}: {exc}")
+        else:
+            return Fetched(url, True, payload, content_type, state["url"], attempts=state["attempts"], redirects=state["redirects"])
         return Fetched(
             url=url,
-            ok=True,
-            payload=payload,
-            content_type=content_type,
+            ok=False,
             final_url=state["url"],
+            reason=failure.reason,
+            value=failure.value,
+            threshold=failure.threshold,
+            detail=failure.detail[:300],
             attempts=state["attempts"],
             redirects=state["redirects"],
         )

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import time
 from functools import lru_cache
 from http.server import BaseHTTPRequestHandler
 
 from imagegen import jpeg
-from localnet import start_server
+from localnet import drip, start_server
 from mmcurate.filters import reasons
 from mmcurate.stages.config import ImagesConfig
 from mmcurate.stages.engines.image_fetch import ImageFetcher
@@ -59,18 +58,7 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/huge.jpg":
             return self._send(200, b"\xff\xd8\xff" + b"\x00" * 200_000)
         if path == "/slow.jpg":  # drips one byte at a time, past the deadline
-            self.send_response(200)
-            self.send_header("Content-Type", "image/jpeg")
-            self.send_header("Content-Length", str(len(GOOD)))
-            self.end_headers()
-            try:
-                for i in range(30):
-                    self.wfile.write(GOOD[i : i + 1])
-                    self.wfile.flush()
-                    time.sleep(0.1)
-            except (BrokenPipeError, ConnectionResetError):
-                pass
-            return None
+            return drip(self, GOOD)
         if path in ("/loop-a", "/loop-b"):
             return self._send(302, headers={"Location": "/loop-b" if path == "/loop-a" else "/loop-a"})
         if path.startswith("/hop"):

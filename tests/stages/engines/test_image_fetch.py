@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler
 import pytest
 
 from imagegen import SVG, jpeg, png_bomb
-from localnet import guard_connections, start_server, stop_server
+from localnet import drip, guard_connections, start_server, stop_server
 from mmcurate.filters import reasons
 from mmcurate.pipeline.config import ImagesConfig
 from mmcurate.stages.engines.address_guard import refused_reason
@@ -79,18 +79,7 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return None
         if path == "/slow.jpg":  # drips one byte at a time, past the deadline
-            self.send_response(200)
-            self.send_header("Content-Type", "image/jpeg")
-            self.send_header("Content-Length", str(len(GOOD)))
-            self.end_headers()
-            try:
-                for i in range(30):
-                    self.wfile.write(GOOD[i : i + 1])
-                    self.wfile.flush()
-                    time.sleep(0.1)
-            except (BrokenPipeError, ConnectionResetError):
-                pass
-            return None
+            return drip(self, GOOD)
         if path == "/loop-a":
             return self._send(302, headers={"Location": "/loop-b"})
         if path == "/loop-b":
@@ -117,6 +106,11 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(200, GOOD)
         if path == "/always-500.jpg":
             return self._send(500, b"oops", "text/plain")
+        if path == "/busy-for-a-while.jpg":  # asks for 0.5 s, far longer than the backoff
+            hits = Handler.flaky_hits[path] = Handler.flaky_hits.get(path, 0) + 1
+            if hits == 1:
+                return self._send(429, b"slow down", "text/plain", headers={"Retry-After": "0.5"})
+            return self._send(200, GOOD)
         if path == "/forbidden-status.jpg":
             return self._send(403, b"no", "text/plain")
         return self._send(404, b"", "text/plain")
@@ -202,6 +196,14 @@ def test_a_500_is_retried_then_given_up_a_503_retried_into_success(server):
     assert server.paths[before:].count("/always-500.jpg") == 2
     (result,), _ = fetch([base(server) + "/flaky.jpg"])
     assert result.ok and result.attempts == 2
+
+
+def test_retry_after_longer_than_the_backoff_is_waited_for(server):
+    config = CONFIG.model_copy(update={"deadline_seconds": 3.0})
+    started = time.monotonic()
+    (result,), _ = fetch([base(server) + "/busy-for-a-while.jpg"], config)
+    assert result.ok and result.attempts == 2
+    assert time.monotonic() - started >= 0.5  # the server's 0.5 s, not the 0.01 s backoff
 
 
 def test_a_404_is_not_retried(server):
