@@ -38,7 +38,7 @@ from typing import Iterable, NamedTuple, Optional
 
 import apache_beam as beam
 
-from mmcurate.schemas import Decision, Document
+from mmcurate.schemas import KIND_ERROR, KIND_REJECTED, Decision, Document
 from mmcurate.stages.config import ImagesConfig
 from mmcurate.schemas.rows import STATUS_FAILED, STATUS_REJECTED
 from mmcurate.stages.engines.image_result import ImageResult, image_decision
@@ -118,6 +118,7 @@ def _hash_by_id(result: ImageResult) -> Iterable[tuple[str, str]]:
 
 
 def _is_image_row(decision: Decision, kind: str) -> bool:
+    """An image decision row of this kind: failures go to ``errors``, refusals to ``rejected``."""
     return decision.kind == kind
 
 
@@ -168,8 +169,8 @@ class CurateImages(beam.PTransform):
         )
         verdicts = (docs, doc_links) | "Documents" >> ApplyImageVerdicts(config, self._units)
         all_images = (image_decisions, clustered.decisions) | "AllImageDecisions" >> beam.Flatten()
-        image_failures = all_images | "ImageFailures" >> beam.Filter(_is_image_row, "error")
-        image_rejections = all_images | "ImageRejections" >> beam.Filter(_is_image_row, "rejected")
+        image_failures = all_images | "ImageFailures" >> beam.Filter(_is_image_row, KIND_ERROR)
+        image_rejections = all_images | "ImageRejections" >> beam.Filter(_is_image_row, KIND_REJECTED)
         rejected = (image_rejections, verdicts.rejected) | "Rejected" >> beam.Flatten()
         errors = (image_failures, verdicts.errors) | "Errors" >> beam.Flatten()
         return ImagesResult(verdicts.kept, rejected, errors, rows)
