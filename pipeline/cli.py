@@ -149,16 +149,12 @@ def cmd_run(argv: Sequence[str]) -> int:
         parser.error("give INPUT files or --index, not both")
     if not args.index and not args.inputs:
         parser.error("the following arguments are required: INPUT (or --index)")
-    try:
-        beam_args = with_runner_preset(args, beam_args)
-    except PresetError as exc:
-        print(f"mmcurate: {exc}", file=sys.stderr)
-        return 2
     from mmcurate.pipeline.preflight import PreflightError, check_run
 
     try:
+        beam_args = with_runner_preset(args, beam_args)
         check_run(config, args.output, beam_args, beam_option_parser)
-    except PreflightError as exc:
+    except (PresetError, PreflightError) as exc:
         print(f"mmcurate: {exc}", file=sys.stderr)
         return 2
     # Worker processes (the local preset) print Beam's start-up notices once or twice
