@@ -19,15 +19,8 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from mmcurate.schemas.document import SUBJECT_PAGE
-from mmcurate.stages.engines.plan_index import (
-    BadPlanIndex,
-    csv_batches,
-    csv_header,
-    is_csv,
-    parquet_batches,
-    parquet_columns,
-    plan_columns,
-)
+from mmcurate.stages.engines.index_files import csv_batches, header_columns, is_csv, parquet_batches, parquet_columns
+from mmcurate.stages.engines.plan_index import CSV_TYPES, BadPlanIndex, plan_columns
 from mmcurate.stages.engines.source_plan import PageRead, image_signals, read_pointer
 
 NAMESPACE = "plan"
@@ -41,7 +34,7 @@ def index_columns(path: str) -> list[str]:
     try:
         if is_csv(path):
             with FileSystems.open(path, compression_type=CompressionTypes.AUTO) as fh:
-                return csv_header(fh.readline(), path)
+                return header_columns(fh.readline(), path)
         with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as fh:
             return parquet_columns(fh)
     except Exception as exc:
@@ -59,10 +52,12 @@ def plan_index_batches(path: str) -> Iterator[dict[str, list]]:
     columns = check_plan_index(path)
     if is_csv(path):
         with FileSystems.open(path, compression_type=CompressionTypes.AUTO) as fh:
-            yield from csv_batches(fh, path, columns)
+            for batch in csv_batches(fh, path, columns, CSV_TYPES):
+                yield batch.to_pydict()
         return
     with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as fh:
-        yield from parquet_batches(fh, columns)
+        for batch in parquet_batches(fh, columns):
+            yield batch.to_pydict()
 
 
 class IndexFiles(beam.PTransform):
@@ -98,7 +93,8 @@ class ReadRunTableFn(beam.DoFn):
         with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as fh:
             first = "num_images" if table == "documents" else "subject"
             columns = [first, "url", "warc_file", "warc_offset", "signals"]
-            for data in parquet_batches(fh, columns):
+            for batch in parquet_batches(fh, columns):
+                data = batch.to_pydict()
                 for value, url, warc, offset, signals in zip(*(data[c] for c in columns)):
                     if table == "documents":
                         kept, images = True, int(value or 0)

@@ -4,19 +4,17 @@ Parquet or CSV/TSV with the cc-index-table column names; ``url`` and the three
 pointer columns are required, ``url_host_name``, ``url_host_registered_domain``,
 ``url_host_tld``, ``url_path``, ``content_mime_detected``, ``content_languages`` and
 ``fetch_status`` are used when present and derived from ``url`` when not. These
-functions read open files (``stages/plan_sources.py`` opens them through Beam's
-filesystems) and turn batches of columns into ``IndexRow``s with the planner's
-features (``filters.sources``).
+files are read by ``index_files`` (``stages/plan_inputs.py`` opens them through
+Beam's filesystems); these functions check their columns and turn batches of
+columns into ``IndexRow``s with the planner's features (``filters.sources``).
 """
 
 from __future__ import annotations
 
-from typing import BinaryIO, Iterator, Mapping, NamedTuple, Optional, Sequence
+from typing import Iterator, Mapping, NamedTuple, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.csv as pacsv
-import pyarrow.parquet as pq
 
 from mmcurate.filters import sources
 
@@ -31,31 +29,12 @@ OPTIONAL_COLUMNS = (
     "content_languages",
     "fetch_status",
 )
-BATCH_ROWS = 10_000
-_CSV_TYPES = {"warc_record_offset": pa.int64(), "warc_record_length": pa.int64(), "fetch_status": pa.int64()}
+# The integer columns, typed when read from CSV (``index_files.csv_batches``).
+CSV_TYPES = {"warc_record_offset": pa.int64(), "warc_record_length": pa.int64(), "fetch_status": pa.int64()}
 
 
 class BadPlanIndex(ValueError):
     """An index that is not Parquet/CSV or lacks a required column."""
-
-
-def is_csv(path: str) -> bool:
-    """CSV or TSV (perhaps compressed) by the file name; anything else is Parquet."""
-    return path.lower().endswith((".csv", ".csv.gz", ".tsv", ".tsv.gz"))
-
-
-def _delimiter(path: str) -> str:
-    return "\t" if ".tsv" in path.lower() else ","
-
-
-def csv_header(line: bytes, path: str) -> list[str]:
-    """The column names of a CSV/TSV header line."""
-    header = line.decode("utf-8", errors="replace")
-    return [n.strip().strip('"') for n in header.rstrip("\r\n").split(_delimiter(path))]
-
-
-def parquet_columns(fh: BinaryIO) -> list[str]:
-    return list(pq.ParquetFile(fh).schema_arrow.names)
 
 
 def plan_columns(path: str, names: Sequence[str]) -> list[str]:
@@ -65,27 +44,6 @@ def plan_columns(path: str, names: Sequence[str]) -> list[str]:
     if missing:
         raise BadPlanIndex(f"index {path}: no column {', '.join(missing)} (needs {', '.join(REQUIRED_COLUMNS)})")
     return [c for c in (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS) if c in names]
-
-
-def csv_batches(fh: BinaryIO, path: str, columns: Sequence[str]) -> Iterator[dict[str, list]]:
-    """A decompressed CSV/TSV index file's rows in batches, as column lists."""
-    reader = pacsv.open_csv(
-        fh,
-        parse_options=pacsv.ParseOptions(delimiter=_delimiter(path)),
-        convert_options=pacsv.ConvertOptions(
-            include_columns=list(columns),
-            column_types={k: v for k, v in _CSV_TYPES.items() if k in columns},
-            strings_can_be_null=True,
-        ),
-    )
-    for batch in reader:
-        yield batch.to_pydict()
-
-
-def parquet_batches(fh: BinaryIO, columns: Sequence[str]) -> Iterator[dict[str, list]]:
-    """A Parquet index file's rows in batches, as column lists."""
-    for batch in pq.ParquetFile(fh).iter_batches(batch_size=BATCH_ROWS, columns=list(columns)):
-        yield batch.to_pydict()
 
 
 class IndexRow(NamedTuple):
