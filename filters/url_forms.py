@@ -24,7 +24,9 @@ Why they are not one form (tests/filters/test_url_forms.py shows each):
   two pages (``test_dedup_key_keeps_hashbang_routes_apart``); and it merges more
   spellings (dot segments, empty segments) than a fetch may.
 - ``rule_url`` keeps path and query as the page writes them, so that a substring
-  entry of a blocklist matches what it was written against.
+  entry of a blocklist matches what it was written against, and writes the host
+  in Unicode with ``www.`` dropped, as domain lists write it (``test_rule_url``);
+  ``url-normalize`` would give punycode and keep ``www.``.
 """
 
 
