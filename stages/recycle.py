@@ -53,7 +53,7 @@ from mmcurate.stages.engines.recycled_pairs import (
     with_image,
 )
 from mmcurate.stages.results import StageCounters
-from mmcurate.stages.scoring.images_table import image_payload, image_row
+from mmcurate.stages.scoring.images_table import image_payload
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +128,7 @@ class ReuseImagesFn(_CountingFn):
 
     def process(self, element: tuple[str, dict]) -> Iterable:
         url, joined = element
-        rows = [image_row(r) for r in joined["row"]]
+        rows = list(joined["row"])
         for pair in joined["pair"]:
             if not rows:
                 yield beam.pvalue.TaggedOutput(NEED, (url, pair))
@@ -266,7 +266,7 @@ class RecyclePairs(beam.PTransform):
             | "OnePerUrl" >> beam.ParDo(BestPerKeyFn()).with_outputs(DECISIONS, main="pairs")
         )
         rejected.append(per_url[DECISIONS])
-        rows_by_url = rows | "RowsByUrl" >> beam.FlatMap(lambda r: [(u, r) for u in image_row(r).urls])
+        rows_by_url = rows | "RowsByUrl" >> beam.FlatMap(lambda r: [(u, r) for u in r.urls])
         reused = (
             {"pair": per_url["pairs"] | "PairByUrl" >> beam.Map(lambda pair: (pair.url, pair)), "row": rows_by_url}
             | "JoinImageRows" >> beam.CoGroupByKey()

@@ -4,20 +4,12 @@ stage, its judge and the recycle stage join documents' images with them."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from mmcurate.schemas.arrow_rows import from_arrow_row
 from mmcurate.schemas.rows import ImageRow
-from mmcurate.schemas.tables import IMAGES
-
-
-def image_row(row: Any) -> ImageRow:
-    """``row`` as an ``ImageRow``: the images stage's rows are typed; a dict row
-    (every column of the images table, e.g. read back from Parquet) is converted."""
-    return row if isinstance(row, ImageRow) else from_arrow_row(IMAGES, row)
 
 
 def image_payload(row: ImageRow) -> Optional[bytes]:
@@ -30,8 +22,7 @@ def image_payload(row: ImageRow) -> Optional[bytes]:
     return None
 
 
-def _retrieved(row: Any) -> list[tuple[str, ImageRow]]:
-    row = image_row(row)
+def _retrieved(row: ImageRow) -> list[tuple[str, ImageRow]]:
     return [(row.image_id, row)] if row.retrieved else []
 
 
