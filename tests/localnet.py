@@ -7,10 +7,12 @@ reach beyond the machine, and the test can assert what was (not) connected to.
     stop_server(httpd)
 
     seen = guard_connections(monkeypatch)       # every (host, port) connected to
+    send_json(handler, 200, {"ok": True})       # a JSON answer from a handler
 """
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
@@ -53,6 +55,18 @@ def drip(handler: BaseHTTPRequestHandler, body: bytes, content_type: str = "imag
 def stop_server(httpd: QuietServer) -> None:
     httpd.shutdown()
     httpd.server_close()
+
+
+def send_json(handler: BaseHTTPRequestHandler, status: int, data, headers=None) -> None:
+    """Answers the handler's request with ``data`` as JSON (and extra ``headers``)."""
+    payload = json.dumps(data).encode()
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(payload)))
+    for name, value in (headers or {}).items():
+        handler.send_header(name, value)
+    handler.end_headers()
+    handler.wfile.write(payload)
 
 
 def guard_connections(monkeypatch) -> list:

@@ -5,13 +5,12 @@ the backoff, retries 5xx until the attempts run out, and fails a 4xx at once."""
 from __future__ import annotations
 
 import asyncio
-import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
+from localnet import send_json, start_server, stop_server
 from mmcurate.stages.config import JudgeConfig
 from mmcurate.stages.engines.judge_client import JudgeClient, JudgeRequestError
 from mmcurate.stages.engines.judge_prompt import JudgeAnswerError
@@ -34,22 +33,13 @@ class Server:
                 self.rfile.read(int(self.headers["Content-Length"]))
                 status, headers, body = server.script[min(server.requests, len(server.script) - 1)]
                 server.requests += 1
-                payload = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(payload)
+                send_json(self, status, body, headers)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = start_server(Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
     def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        stop_server(self.httpd)
 
 
 ANSWER = (200, {}, {"choices": [{"message": {"role": "assistant", "content": '{"score": 4}'}}]})

@@ -8,9 +8,8 @@ import base64
 import hashlib
 import io
 import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import apache_beam as beam
 import pytest
@@ -19,6 +18,7 @@ from apache_beam.testing.util import assert_that, equal_to
 from PIL import Image
 
 from imagegen import jpeg
+from localnet import send_json, start_server, stop_server
 from mmcurate.filters import reasons
 from mmcurate.pipeline.config import JudgeConfig, ScoringConfig
 from mmcurate.schemas import Document, ImageNode, Provenance, TextNode
@@ -49,9 +49,9 @@ class Server:
                 text = body["messages"][1]["content"][0]["text"].removeprefix("Document text:\n")
                 server.attempts[text] = server.attempts.get(text, 0) + 1
                 if self.path != "/v1/chat/completions":
-                    return self._send(404, {"error": "not found"})
+                    return send_json(self, 404, {"error": "not found"})
                 if "RATE" in text and server.attempts[text] == 1:
-                    return self._send(429, {"error": "slow down"}, {"Retry-After": "0"})
+                    return send_json(self, 429, {"error": "slow down"}, {"Retry-After": "0"})
                 if "SLOW" in text:
                     time.sleep(2)
                 if "MALFORMED" in text:
@@ -59,25 +59,13 @@ class Server:
                 else:
                     score = int(text.split("score=")[1][0])
                     content = json.dumps({"score": score, "reason": "as asked"})
-                self._send(200, {"choices": [{"message": {"role": "assistant", "content": content}}]})
+                send_json(self, 200, {"choices": [{"message": {"role": "assistant", "content": content}}]})
 
-            def _send(self, status, data, headers=None):
-                payload = json.dumps(data).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                for k, v in (headers or {}).items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(payload)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = start_server(Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
     def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        stop_server(self.httpd)
 
 
 @pytest.fixture
