@@ -3,7 +3,7 @@
 1. Reads and extracts the pages of the given WARCs once (Beam DirectRunner,
    in-process), keeping the extracted documents.
 2. Times the stage's steps (URL rules, node cleanup, language ID, Gopher, OBELICS,
-   FineWeb, C4, Gopher repetition), exactly as ``ApplyHeuristicsFn`` runs them, over
+   FineWeb, C4, Gopher repetition), exactly as the stage runs them (``stages.heuristics.build_steps``), over
    the documents repeated until --docs is reached, in this one process: documents/s
    and microseconds per document (median, p90, p99), per step family as well.
 3. Runs the CLI, ``mmcurate run WARC --stages heuristics``, on each WARC and prints

@@ -5,7 +5,7 @@ language ID does at sentence and document length.
    page per language, two images), a long illustrated article (3,900+ words of
    human-written WMT news references, ten images) and a 2,000-character Chinese
    article (WMT Chinese references), through the heuristics stage's steps with the
-   default config, exactly as ``ApplyHeuristicsFn`` runs them; then the pages of the
+   default config, exactly as the stage runs them (``stages.heuristics.build_steps``); then the pages of the
    fixture WARCs (read and extracted first). Prints kept / rejected with the reason
    per page, and the keep rate per script.
 2. Language ID: accuracy of lid.176 and heliport on labelled text, at sentence

@@ -31,13 +31,12 @@ from pathlib import Path
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
-from warcio.archiveiterator import ArchiveIterator
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from pagebuild import labelled_pages, token_f1  # noqa: E402
-from warcbuild import WarcBuilder  # noqa: E402
+from warcbuild import WarcBuilder, html_responses  # noqa: E402
 
 from mmcurate.pipeline.config import ExtractConfig, ReadConfig  # noqa: E402
 from mmcurate.schemas import Document, Provenance  # noqa: E402
@@ -54,16 +53,7 @@ SHARED = next(
 
 def source_pages() -> list[tuple[str, bytes, str]]:
     """(url, payload, content type) of every HTML response in the shared fixtures."""
-    pages = []
-    for path in sorted(SHARED.glob("*.warc*")):
-        with open(path, "rb") as fh:
-            for record in ArchiveIterator(fh):
-                if record.rec_type != "response" or not record.http_headers:
-                    continue
-                ctype = record.http_headers.get_header("Content-Type") or ""
-                if "html" in ctype:
-                    pages.append((record.rec_headers.get_header("WARC-Target-URI"), record.content_stream().read(), ctype))
-    return pages
+    return [(url, payload, ctype) for path in sorted(SHARED.glob("*.warc*")) for url, payload, ctype, _ in html_responses(path)]
 
 
 def build_warc(path: Path, n_pages: int) -> int:

@@ -24,37 +24,17 @@ import tempfile
 import time
 from pathlib import Path
 
-from warcio.archiveiterator import ArchiveIterator
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from warcbuild import WarcBuilder  # noqa: E402
+from warcbuild import repeat_pages  # noqa: E402
 
 DEMO = ROOT / "tests" / "fixtures" / "warc" / "demo.warc.gz"
 
 
-def html_pages(src: Path) -> list[tuple[str, bytes, str, int]]:
-    pages = []
-    with open(src, "rb") as fh:
-        for record in ArchiveIterator(fh):
-            if record.rec_type != "response" or not record.http_headers:
-                continue
-            content_type = record.http_headers.get_header("Content-Type") or ""
-            if "html" in content_type:
-                status = int(record.http_headers.get_statuscode())
-                url = record.rec_headers.get_header("WARC-Target-URI")
-                pages.append((url, record.content_stream().read(), content_type, status))
-    return pages
-
-
 def build_input(path: Path, copies: int) -> int:
-    pages = html_pages(DEMO)
-    with WarcBuilder.open(path) as warc:
-        for copy in range(copies):
-            for url, payload, content_type, status in pages:
-                warc.response(f"{url}#copy{copy}", payload, content_type, status=status)
-    return len(pages) * copies
+    return repeat_pages(DEMO, path, copies)
 
 
 def run(warc: Path, out: Path, preset: list[str]) -> dict:

@@ -101,18 +101,10 @@ def table(title: str, headers: Sequence[str], rows: Sequence[Sequence[object]]) 
 
 def html_pages(warcs: Sequence[Path] = FIXTURE_WARCS) -> list[tuple[str, bytes, str]]:
     """(url, payload, content type) of every 200 HTML response in the fixture WARCs."""
-    from warcio.archiveiterator import ArchiveIterator
+    sys.path.insert(0, str(ROOT / "tests"))
+    from warcbuild import html_responses
 
-    pages = []
-    for path in warcs:
-        with open(path, "rb") as fh:
-            for record in ArchiveIterator(fh):
-                if record.rec_type != "response" or not record.http_headers:
-                    continue
-                ctype = record.http_headers.get_header("Content-Type") or ""
-                if "html" in ctype and record.http_headers.get_statuscode() == "200":
-                    pages.append((record.rec_headers.get_header("WARC-Target-URI"), record.content_stream().read(), ctype))
-    return pages
+    return [(url, payload, ctype) for path in warcs for url, payload, ctype, status in html_responses(path) if status == 200]
 
 
 def build_repeated_warc(path: Path, n_pages: int) -> int:

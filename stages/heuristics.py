@@ -1,6 +1,6 @@
 """Stage `heuristics`: the first and cheapest cut of the funnel.
 
-One ParDo (``ApplyHeuristicsFn``) runs, per document and cheapest first:
+One ParDo (``ApplyFiltersFn`` over ``build_steps``) runs, per document and cheapest first:
 
 1. URL rules on the normalised URL (``filters/urls.py``);
 2. an empty page (no word, no image) is ``content.empty``;
@@ -23,9 +23,8 @@ from __future__ import annotations
 
 import inspect
 import logging
-import time
 from functools import partial
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -35,17 +34,7 @@ from mmcurate.filters import flagged_words as flagged
 from mmcurate.filters.text import TextView
 from mmcurate.stages.config import HeuristicsConfig
 from mmcurate.schemas import Document
-from mmcurate.stages.results import (
-    ERRORS,
-    KEPT,
-    REJECTED,
-    StageCounters,
-    DocumentStep,
-    StageResult,
-    apply_filters,
-    error_decision,
-    rejection_decision,
-)
+from mmcurate.stages.results import ERRORS, KEPT, REJECTED, ApplyFiltersFn, DocumentStep, StageResult
 
 log = logging.getLogger(__name__)
 
@@ -211,51 +200,22 @@ def load_flagged_words(config) -> "flagged.FlaggedWords | None":
     return flagged.load_flagged_words(config.lists_dir, fallback_language=config.fallback_language)
 
 
-class ApplyHeuristicsFn(beam.DoFn):
-    """Emits kept documents on the main output and ``Decision`` rows on ``rejected``
-    and ``errors``."""
+def build_steps(config: HeuristicsConfig) -> list[DocumentStep]:
+    """The stage's steps with their resources loaded: once per worker (DoFn setup)."""
+    return heuristic_steps(
+        config,
+        language_model=language.load_identifier(config.language.identifier, config.language.model_path),
+        blocked_domains=urls.parse_domains(read_blocklists(config.urls.domain_blocklists)),
+        blocked_substrings=read_blocklists(config.urls.substring_blocklists),
+        flagged_words=load_flagged_words(config.flagged_words),
+    )
 
-    def __init__(self, config: HeuristicsConfig):
-        self._config = config
-        self._steps: list[DocumentStep] = []
-        self._counters: StageCounters | None = None
 
-    def setup(self) -> None:
-        self._counters = StageCounters(STAGE)
-        cfg = self._config
-        self._steps = heuristic_steps(
-            cfg,
-            language_model=language.load_identifier(cfg.language.identifier, cfg.language.model_path),
-            blocked_domains=urls.parse_domains(read_blocklists(cfg.urls.domain_blocklists)),
-            blocked_substrings=read_blocklists(cfg.urls.substring_blocklists),
-            flagged_words=load_flagged_words(cfg.flagged_words),
-        )
-
-    def process(self, doc: Document) -> Iterable:
-        counters = self._counters
-        started = time.perf_counter()
-        try:
-            out, verdict = apply_filters(doc, self._steps)
-        except Exception as exc:  # a rule bug or bad input: one error row, never a crash
-            log.debug("heuristics failed on %s", doc.doc_id, exc_info=True)
-            counters.error(exc)
-            yield beam.pvalue.TaggedOutput(ERRORS, error_decision(STAGE, doc, exc))
-            counters.micros(started)
-            return
-        for reason in nodes.REMOVAL_REASONS:
-            removed = int(out.signals.get(nodes.removed_signal(reason), 0))
-            if removed:
-                counters.inc(nodes.removed_signal(reason), removed)
-        flagged_removed = int(out.signals.get(flagged.NODES_REMOVED, 0))  # safety: flagged-word node rule
-        if flagged_removed:
-            counters.inc(flagged.NODES_REMOVED, flagged_removed)
-        if verdict is None:
-            counters.kept()
-            yield out
-        else:
-            counters.rejected(verdict.reason)
-            yield beam.pvalue.TaggedOutput(REJECTED, rejection_decision(STAGE, out, verdict))
-        counters.micros(started)
+def edit_counts(doc: Document) -> dict[str, int]:
+    """Nodes the cleanup steps removed from ``doc``, by counter name: node cleanup per
+    reason, and the flagged-word node rule (safety)."""
+    names = [nodes.removed_signal(reason) for reason in nodes.REMOVAL_REASONS] + [flagged.NODES_REMOVED]
+    return {name: int(doc.signals.get(name, 0)) for name in names}
 
 
 def check_inputs(config: HeuristicsConfig) -> None:
@@ -284,7 +244,9 @@ class ApplyTextHeuristics(beam.PTransform):
         self._config = config
 
     def expand(self, docs: beam.PCollection) -> StageResult:
-        outputs = docs | "ApplyHeuristics" >> beam.ParDo(ApplyHeuristicsFn(self._config)).with_outputs(
+        outputs = docs | "ApplyHeuristics" >> beam.ParDo(
+            ApplyFiltersFn(STAGE, make_filters=partial(build_steps, self._config), edit_counts=edit_counts)
+        ).with_outputs(
             REJECTED, ERRORS, main=KEPT
         )
         return StageResult(outputs[KEPT], outputs[REJECTED], outputs[ERRORS])

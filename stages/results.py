@@ -143,13 +143,27 @@ class ApplyFiltersFn(beam.DoFn):
     """Applies ``filters`` in order; emits kept documents on the main output and
     ``Decision`` rows on the ``rejected`` and ``errors`` tags."""
 
-    def __init__(self, stage: str, filters: Sequence[DocumentFilter]):
+    def __init__(
+        self,
+        stage: str,
+        filters: Sequence[DocumentStep] = (),
+        *,
+        make_filters: Callable[[], Sequence[DocumentStep]] | None = None,
+        edit_counts: Callable[[Document], dict[str, int]] | None = None,
+    ):
+        """``make_filters`` builds the steps once per worker (in ``setup``) when they
+        need loaded resources (models, lists); ``edit_counts`` names the counters a
+        kept or rejected document's edits add to (e.g. nodes removed by cleanup)."""
         self._stage = stage
         self._filters = tuple(filters)
+        self._make_filters = make_filters
+        self._edit_counts = edit_counts
         self._counters: StageCounters | None = None
 
     def setup(self) -> None:
         self._counters = StageCounters(self._stage)
+        if self._make_filters is not None:
+            self._filters = tuple(self._make_filters())
 
     def process(self, doc: Document) -> Iterable:
         counters = self._counters
@@ -162,6 +176,10 @@ class ApplyFiltersFn(beam.DoFn):
             yield beam.pvalue.TaggedOutput(ERRORS, error_decision(self._stage, doc, exc))
             counters.micros(started)
             return
+        if self._edit_counts is not None:
+            for name, count in self._edit_counts(out).items():
+                if count:
+                    counters.inc(name, count)
         if verdict is None:
             counters.kept()
             yield out

@@ -57,16 +57,20 @@ def stop_server(httpd: QuietServer) -> None:
     httpd.server_close()
 
 
-def send_json(handler: BaseHTTPRequestHandler, status: int, data, headers=None) -> None:
-    """Answers the handler's request with ``data`` as JSON (and extra ``headers``)."""
-    payload = json.dumps(data).encode()
+def send_body(handler: BaseHTTPRequestHandler, status: int, body: bytes = b"", content_type: str = "image/jpeg", headers=None) -> None:
+    """Answers the handler's request with ``body`` (and extra ``headers``)."""
     handler.send_response(status)
-    handler.send_header("Content-Type", "application/json")
-    handler.send_header("Content-Length", str(len(payload)))
+    handler.send_header("Content-Type", content_type)
+    handler.send_header("Content-Length", str(len(body)))
     for name, value in (headers or {}).items():
         handler.send_header(name, value)
     handler.end_headers()
-    handler.wfile.write(payload)
+    handler.wfile.write(body)
+
+
+def send_json(handler: BaseHTTPRequestHandler, status: int, data, headers=None) -> None:
+    """Answers the handler's request with ``data`` as JSON (and extra ``headers``)."""
+    send_body(handler, status, json.dumps(data).encode(), "application/json", headers)
 
 
 def guard_connections(monkeypatch) -> list:

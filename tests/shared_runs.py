@@ -36,6 +36,16 @@ class FinishedRun:
         return pq.read_table(self.output / table, columns=columns).to_pylist()
 
 
+def run_outcome(out: Path):
+    """(kept ids, decision rows, manifest) of a finished run: what two runners must agree on."""
+    kept = sorted(pq.read_table(out / "documents").column("doc_id").to_pylist())
+    rows = sorted(
+        (r["doc_id"], r["stage"], r["kind"], r["reason"])
+        for r in pq.read_table(out / "decisions", columns=["doc_id", "stage", "kind", "reason"]).to_pylist()
+    )
+    return kept, rows, json.loads((out / "manifest.json").read_text())
+
+
 def copy_run(source: Path, target: Path) -> Path:
     """A copy of a finished output that a test may write into (links kept as links,
     so the copy's versions and ``.current`` are its own)."""

@@ -224,6 +224,32 @@ class WarcBuilder:
         self._out.write(data)
 
 
+def html_responses(path: str | Path) -> list[tuple[str, bytes, str, int]]:
+    """(url, payload, content type, status) of every HTML response in a WARC file, in order."""
+    pages = []
+    with open(path, "rb") as fh:
+        for record in ArchiveIterator(fh):
+            if record.rec_type != "response" or not record.http_headers:
+                continue
+            content_type = record.http_headers.get_header("Content-Type") or ""
+            if "html" in content_type:
+                url = record.rec_headers.get_header("WARC-Target-URI")
+                status = int(record.http_headers.get_statuscode())
+                pages.append((url, record.content_stream().read(), content_type, status))
+    return pages
+
+
+def repeat_pages(src: str | Path, dst: str | Path, times: int) -> int:
+    """Writes every HTML response of ``src`` ``times`` times (new URLs and record
+    ids) to ``dst``; returns the number of pages written."""
+    pages = html_responses(src)
+    with WarcBuilder.open(dst) as warc:
+        for copy in range(times):
+            for url, payload, content_type, status in pages:
+                warc.response(f"{url}#copy{copy}", payload, content_type, status=status)
+    return len(pages) * times
+
+
 def record_spans(path: str | Path) -> list[tuple[str, int, int]]:
     """(WARC-Type, offset, length) of every record in a WARC file, in order."""
     spans = []

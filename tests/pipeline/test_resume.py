@@ -28,7 +28,8 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "warc"
 DEMO = FIXTURES / "demo.warc.gz"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from test_run_scale import outcome, repeat_pages  # noqa: E402
+from test_run_scale import outcome  # noqa: E402
+from warcbuild import repeat_pages  # noqa: E402
 
 
 def cli(*args) -> list[str]:

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from warcio.archiveiterator import ArchiveIterator
 
 from mmcurate.filters import reasons
 from mmcurate.pipeline.cli import main
@@ -21,7 +20,7 @@ from mmcurate.pipeline.config import load_config
 from mmcurate.pipeline.run import counters_from_rows, run_curation
 from mmcurate.pipeline import progress
 from shared_runs import SMALL_STAGES, copy_run
-from warcbuild import WarcBuilder
+from warcbuild import repeat_pages
 
 DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "warc" / "demo.warc.gz"
 
@@ -39,26 +38,6 @@ def outcome(out: Path):
         key=lambda r: (r["doc_id"], r["stage"], r["reason"]),
     )
     return kept, rows, json.loads((out / "manifest.json").read_text())
-
-
-def repeat_pages(src: Path, dst: Path, times: int) -> int:
-    """Writes every HTML response of ``src`` ``times`` times (new URLs and record
-    ids) to ``dst``; returns the number of pages written."""
-    pages = []
-    with open(src, "rb") as fh:
-        for record in ArchiveIterator(fh):
-            if record.rec_type != "response" or not record.http_headers:
-                continue
-            content_type = record.http_headers.get_header("Content-Type") or ""
-            if "html" in content_type:
-                url = record.rec_headers.get_header("WARC-Target-URI")
-                status = int(record.http_headers.get_statuscode())
-                pages.append((url, record.content_stream().read(), content_type, status))
-    with WarcBuilder.open(dst) as warc:
-        for copy in range(times):
-            for url, payload, content_type, status in pages:
-                warc.response(f"{url}#copy{copy}", payload, content_type, status=status)
-    return len(pages) * times
 
 
 @pytest.fixture(scope="module")

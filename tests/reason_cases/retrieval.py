@@ -10,7 +10,7 @@ from functools import lru_cache
 from http.server import BaseHTTPRequestHandler
 
 from imagegen import jpeg
-from localnet import drip, start_server
+from localnet import drip, send_body, start_server
 from mmcurate.filters import reasons
 from mmcurate.stages.config import ImagesConfig
 from mmcurate.stages.engines.image_fetch import ImageFetcher
@@ -39,13 +39,7 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
     def _send(self, status: int, body: bytes = b"", content_type: str = "image/jpeg", headers: dict | None = None) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(body)
+        send_body(self, status, body, content_type, headers)
 
     def do_GET(self) -> None:
         path = self.path

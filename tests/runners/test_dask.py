@@ -3,29 +3,16 @@
 DirectRunner runs (tests/conftest.py): the small WARC in ``make test``, the demo WARC
 in ``make test-slow``."""
 
-import json
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 
 from mmcurate.pipeline.cli import main
-from shared_runs import SMALL_STAGES
+from shared_runs import SMALL_STAGES, run_outcome
 
 distributed = pytest.importorskip("distributed")
 
 DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "warc" / "demo.warc.gz"
-
-
-def outcome(out: Path):
-    """(kept ids, decision rows, totals) of a finished run."""
-    kept = sorted(pq.read_table(out / "documents").column("doc_id").to_pylist())
-    rows = sorted(
-        (r["doc_id"], r["stage"], r["kind"], r["reason"])
-        for r in pq.read_table(out / "decisions", columns=["doc_id", "stage", "kind", "reason"]).to_pylist()
-    )
-    manifest = json.loads((out / "manifest.json").read_text())
-    return kept, rows, manifest
 
 
 
@@ -43,8 +30,8 @@ def cluster():
 
 
 def assert_same_as_direct(out: Path, direct: Path) -> None:
-    kept, rows, manifest = outcome(out)
-    want_kept, want_rows, want = outcome(direct)
+    kept, rows, manifest = run_outcome(out)
+    want_kept, want_rows, want = run_outcome(direct)
     assert kept == want_kept and len(kept) > 0
     assert rows == want_rows
     assert manifest["totals"] == want["totals"] and manifest["totals"]["conserved"]

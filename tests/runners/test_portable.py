@@ -7,29 +7,18 @@ LOOPBACK workers, against the session's DirectRunner runs of the same WARC
 KeyError 'beam:env:process:v1', so PROCESS is for a Flink job server only.)
 """
 
-import json
 import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 
 from mmcurate.pipeline.cli import main
-from shared_runs import SMALL_STAGES
+from shared_runs import SMALL_STAGES, run_outcome
 
 DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "warc" / "demo.warc.gz"
-
-
-def outcome(out: Path):
-    kept = sorted(pq.read_table(out / "documents").column("doc_id").to_pylist())
-    rows = sorted(
-        (r["doc_id"], r["stage"], r["kind"], r["reason"])
-        for r in pq.read_table(out / "decisions", columns=["doc_id", "stage", "kind", "reason"]).to_pylist()
-    )
-    return kept, rows, json.loads((out / "manifest.json").read_text())
 
 
 def free_port() -> int:
@@ -65,8 +54,8 @@ def job_service():
 def assert_portable_run(inputs, direct: Path, job_service: str, out: Path, *extra: str) -> None:
     args = ["run", *map(str, inputs), "-o", str(out), "--runner-preset", "portable", "--quiet", *extra]
     assert main(args + ["--runner-opt", f"endpoint={job_service}", "--runner-opt", "environment=LOOPBACK"]) == 0
-    kept, rows, manifest = outcome(out)
-    want_kept, want_rows, want = outcome(direct)
+    kept, rows, manifest = run_outcome(out)
+    want_kept, want_rows, want = run_outcome(direct)
     assert kept == want_kept and len(kept) > 0
     assert rows == want_rows
     assert manifest["runner"] == "PortableRunner"

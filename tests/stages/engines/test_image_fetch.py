@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler
 import pytest
 
 from imagegen import SVG, jpeg, png_bomb
-from localnet import drip, guard_connections, start_server, stop_server
+from localnet import drip, guard_connections, send_body, start_server, stop_server
 from mmcurate.filters import reasons
 from mmcurate.pipeline.config import ImagesConfig
 from mmcurate.stages.engines.address_guard import refused_reason
@@ -41,13 +41,7 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
     def _send(self, status: int, body: bytes = b"", content_type: str = "image/jpeg", headers: dict | None = None) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(body)
+        send_body(self, status, body, content_type, headers)
 
     def do_GET(self) -> None:
         self.server.paths.append(self.path)
