@@ -5,6 +5,8 @@ DirectRunner."""
 
 from __future__ import annotations
 
+import fcntl
+import json
 from pathlib import Path
 
 import pytest
@@ -24,5 +26,18 @@ def build_and_run(root: Path) -> tuple[Path, dict[str, str]]:
 
 
 @pytest.fixture(scope="session")
-def report_run(tmp_path_factory) -> tuple[Path, dict[str, str]]:
-    return build_and_run(tmp_path_factory.mktemp("report-run"))
+def report_run(tmp_path_factory, worker_id) -> tuple[Path, dict[str, str]]:
+    """Made once per session: the first xdist worker that asks runs it, the others
+    wait on the lock and read the same output (tests/conftest.py does the same for
+    its shared runs). Tests only add report.html to it."""
+    base = tmp_path_factory.getbasetemp()
+    directory = (base.parent if worker_id != "master" else base) / "report-run"
+    directory.mkdir(parents=True, exist_ok=True)
+    done = directory / "ids.json"
+    with open(directory / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            _, ids = build_and_run(directory)
+            done.write_text(json.dumps(ids))
+        ids = json.loads(done.read_text())
+    return directory / "out", ids
