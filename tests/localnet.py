@@ -96,3 +96,21 @@ def guard_connections(monkeypatch) -> list:
     monkeypatch.setattr(socket.socket, "connect", connect)
     monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
     return seen
+
+
+def local_images_config(**overrides):
+    """Image retrieval over HTTP against servers on 127.0.0.1 with short limits: the
+    settings the fetch tests and the reason-code cases share."""
+    from mmcurate.stages.config import ImagesConfig
+
+    settings = dict(
+        http=True,
+        allowed_networks=("127.0.0.1/32",),
+        connect_timeout=1.0,
+        read_timeout=1.0,
+        deadline_seconds=1.0,
+        max_bytes=100_000,
+        max_redirects=3,
+        backoff_seconds=0.01,
+    )
+    return ImagesConfig(**{**settings, **overrides})

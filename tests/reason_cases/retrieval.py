@@ -10,7 +10,7 @@ from functools import lru_cache
 from http.server import BaseHTTPRequestHandler
 
 from imagegen import jpeg
-from localnet import drip, send_body, start_server
+from localnet import drip, local_images_config, send_body, start_server
 from mmcurate.filters import reasons
 from mmcurate.stages.config import ImagesConfig
 from mmcurate.stages.engines.image_fetch import ImageFetcher
@@ -18,18 +18,7 @@ from reason_cases import ReasonCase
 
 GOOD = jpeg(1)
 
-CONFIG = ImagesConfig(
-    http=True,
-    allowed_networks=("127.0.0.1/32",),
-    connect_timeout=1.0,
-    read_timeout=1.0,
-    deadline_seconds=1.0,
-    max_bytes=100_000,
-    max_redirects=3,
-    retries=0,
-    backoff_seconds=0.01,
-    respect_robots=True,
-)
+CONFIG = local_images_config(retries=0, respect_robots=True)
 
 
 class Handler(BaseHTTPRequestHandler):

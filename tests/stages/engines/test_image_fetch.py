@@ -10,9 +10,8 @@ from http.server import BaseHTTPRequestHandler
 import pytest
 
 from imagegen import SVG, jpeg, png_bomb
-from localnet import drip, guard_connections, send_body, start_server, stop_server
+from localnet import drip, guard_connections, local_images_config, send_body, start_server, stop_server
 from mmcurate.filters import reasons
-from mmcurate.pipeline.config import ImagesConfig
 from mmcurate.stages.engines.address_guard import refused_reason
 from mmcurate.stages.engines.image_decode import normalize_image
 from mmcurate.stages.engines.image_fetch import ImageFetcher
@@ -121,18 +120,7 @@ def base(server) -> str:
     return f"http://127.0.0.1:{server.server_address[1]}"
 
 
-CONFIG = ImagesConfig(
-    http=True,
-    allowed_networks=("127.0.0.1/32",),
-    connect_timeout=1.0,
-    read_timeout=1.0,
-    deadline_seconds=1.0,
-    max_bytes=100_000,
-    max_redirects=3,
-    retries=1,
-    backoff_seconds=0.01,
-    user_agent="mmcurate-tests/1 (+mailto:tests@example.org)",
-)
+CONFIG = local_images_config(retries=1, user_agent="mmcurate-tests/1 (+mailto:tests@example.org)")
 
 
 def fetch(urls, config=CONFIG):
