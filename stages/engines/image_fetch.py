@@ -6,7 +6,7 @@
   timeouts; a total deadline per image covering redirects, retries and the body;
 - redirects followed by hand up to ``max_redirects``, every hop checked again
   (scheme, address, robots.txt); a URL seen twice is a redirect loop;
-- retries with exponential backoff for 429 and 5xx only (``Retry-After`` honoured
+- retries with exponential backoff for 429 and 5xx only (``Retry-After`` in seconds or as an HTTP date honoured
   within the deadline), by tenacity's ``AsyncRetrying``;
 - ``Content-Type``, ``Content-Length`` and ``X-Robots-Tag`` checked from the
   headers before the body is read; the body streamed and cut at ``max_bytes``;
@@ -43,6 +43,7 @@ from mmcurate.stages.config import ImagesConfig
 from mmcurate.stages.engines.address_guard import GuardedResolver, RefusedAddress, ip_or_none
 from mmcurate.stages.engines.image_result import reason_kind
 from mmcurate.stages.engines.publisher_policy import ROBOTS_MAX_BYTES, RobotsCache, host_key, opted_out
+from mmcurate.stages.engines.retry_after import retry_after_seconds
 from mmcurate.filters.url_forms import canonical_url
 
 log = logging.getLogger(__name__)
@@ -144,13 +145,6 @@ class _Answer(NamedTuple):
     @property
     def retryable(self) -> bool:
         return self.status == 429 or 500 <= self.status < 600
-
-
-def _retry_after(value: Optional[str]) -> float:
-    try:
-        return max(0.0, float(value)) if value else 0.0
-    except ValueError:
-        return 0.0
 
 
 class ImageFetcher:
@@ -324,7 +318,7 @@ class ImageFetcher:
                     if status in REDIRECTS:
                         return _Answer(status, location=response.headers.get("Location", ""))
                     if status == 429 or 500 <= status < 600:
-                        return _Answer(status, retry_after=_retry_after(response.headers.get("Retry-After")))
+                        return _Answer(status, retry_after=retry_after_seconds(response.headers.get("Retry-After")))
                     if status != 200:
                         raise _Failure(reasons.IMAGE_HTTP_STATUS, f"HTTP {status}", value=status)
                     directive = opted_out(

@@ -20,6 +20,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, sto
 
 from mmcurate.stages.config import JudgeConfig
 from mmcurate.stages.engines.judge_prompt import JudgeAnswerError
+from mmcurate.stages.engines.retry_after import retry_after_seconds
 
 
 class JudgeRequestError(RuntimeError):
@@ -44,11 +45,6 @@ class WaitBackoffOrRetryAfter:
     def __call__(self, state: RetryCallState) -> float:
         failure = state.outcome.exception() if state.outcome is not None else None
         return max(self._backoff(state), getattr(failure, "retry_after", 0.0))
-
-
-def retry_after_seconds(value: str) -> float:
-    """A Retry-After header given in seconds (an HTTP date is not honoured)."""
-    return float(value) if value.replace(".", "", 1).isdigit() else 0.0
 
 
 class JudgeClient:
@@ -118,7 +114,7 @@ class JudgeClient:
                     failure = f"HTTP {response.status}: {(await response.text())[:200]}"
                     if response.status != 429 and response.status < 500:
                         raise JudgeRequestError(failure)
-                    raise RetryableFailure(failure, retry_after_seconds(response.headers.get("Retry-After", "")))
+                    raise RetryableFailure(failure, retry_after_seconds(response.headers.get("Retry-After")))
         except asyncio.TimeoutError:
             raise RetryableFailure(f"no answer within {config.timeout_seconds}s") from None
         except aiohttp.ClientError as exc:

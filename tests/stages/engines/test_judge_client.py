@@ -1,11 +1,13 @@
 """The VLM judge's HTTP client on its own, against a server on 127.0.0.1: the
-retry policy (tenacity) waits for the server's Retry-After when it is longer than
+retry policy (tenacity) waits for the server's Retry-After (seconds or an HTTP date) when it is longer than
 the backoff, retries 5xx until the attempts run out, and fails a 4xx at once."""
 
 from __future__ import annotations
 
 import asyncio
 import time
+from datetime import datetime, timezone
+from email.utils import format_datetime
 from http.server import BaseHTTPRequestHandler
 
 import pytest
@@ -72,6 +74,13 @@ def test_retry_after_longer_than_the_backoff_is_waited_for():
     assert outcome == '{"score": 4}'
     assert (server.requests, client.requests, client.retries) == (2, 2, 1)
     assert seconds >= 0.4  # the backoff alone is 0.01 s
+
+
+def test_retry_after_as_an_http_date_is_waited_for():
+    later = format_datetime(datetime.fromtimestamp(int(time.time()) + 2, timezone.utc), usegmt=True)
+    outcome, client, _, seconds = ask([(503, {"Retry-After": later}, {"error": "maintenance"}), ANSWER])
+    assert outcome == '{"score": 4}' and client.retries == 1
+    assert seconds >= 1.0  # the date is 1-2 s ahead (whole seconds); the backoff alone is 0.01 s
 
 
 def test_server_errors_are_retried_until_the_attempts_run_out():
