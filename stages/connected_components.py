@@ -3,7 +3,7 @@
 ``ConnectedComponents(rounds)`` takes undirected edges ``(hi, lo)`` and returns
 ``(node, label)`` for every node of the edge list, the label being the smallest node
 of its component: ``rounds`` rounds of large-star + small-star
-(``stages/engines/connected_components.py``), each a GroupByKey by node; then a
+(``stages/engines/component_labelling.py``), each a GroupByKey by node; then a
 check that every node is a leaf of a star around its component minimum. If some
 component has not converged, the remaining edges are finished by union-find in one
 worker, with a warning and the counter ``<namespace>/near.residual_union_find_edges``
@@ -18,7 +18,7 @@ from typing import Iterable
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
-from mmcurate.stages.engines.connected_components import both_directions, large_star, small_star, star_label, union_find
+from mmcurate.stages.engines.component_labelling import both_directions, large_star, small_star, star_label, union_find
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from mmcurate.filters.verdict import DocumentFilter, Verdict
-from mmcurate.schemas import KIND_ERROR, KIND_REJECTED, SUBJECT_IMAGE, Decision, Document, ImageNode
+from mmcurate.schemas import KIND_ERROR, KIND_REJECTED, SUBJECT_IMAGE, SUBJECT_PAGE, Decision, Document, ImageNode
 from mmcurate.stages.engines.exceptions import error_detail
 
 log = logging.getLogger(__name__)
@@ -59,36 +59,27 @@ def error_decision(stage: str, doc: Document, exc: BaseException) -> Decision:
     )
 
 
-def rejection_decision(stage: str, doc: Document, verdict: Verdict) -> Decision:
+def rejection_decision(
+    stage: str, doc: Document, verdict: Verdict, node: ImageNode | None = None, note: str = ""
+) -> Decision:
+    """The decision row of ``verdict``'s rejection: of the page ``doc``, or, given
+    ``node``, of that image node a stage removed from ``doc`` while the document went
+    on (subject ``image``, keyed by the image's id; the detail names the document,
+    then ``note``)."""
+    image = node is not None
     return Decision(
-        doc_id=doc.doc_id,
-        url=doc.url,
+        doc_id=(node.image_id or "") if image else doc.doc_id,
+        url=node.src if image else doc.url,
         stage=stage,
         kind=KIND_REJECTED,
         reason=verdict.reason,
         provenance=doc.provenance,
         value=verdict.value,
         threshold=verdict.threshold,
-        detail=verdict.detail,
-        signals=dict(doc.signals),
-        document=doc,
-    )
-
-
-def image_rejection_decision(stage: str, doc: Document, node: ImageNode, verdict: Verdict, detail: str) -> Decision:
-    """The decision row (subject ``image``) of an image node a stage removed from
-    ``doc`` while the document went on; keyed by the image's id."""
-    return Decision(
-        doc_id=node.image_id or "",
-        url=node.src,
-        stage=stage,
-        kind=KIND_REJECTED,
-        reason=verdict.reason,
-        provenance=doc.provenance,
-        value=verdict.value,
-        threshold=verdict.threshold,
-        detail=detail,
-        subject=SUBJECT_IMAGE,
+        detail="; ".join(filter(None, (f"document {doc.doc_id}", note))) if image else verdict.detail,
+        signals={} if image else dict(doc.signals),
+        subject=SUBJECT_IMAGE if image else SUBJECT_PAGE,
+        document=None if image else doc,
     )
 
 

@@ -35,7 +35,7 @@ from mmcurate.filters import pii, unsafe_urls
 from mmcurate.filters.urls import read_entries
 from mmcurate.stages.config import PiiConfig, UnsafeUrlsConfig
 from mmcurate.schemas import KIND_REJECTED, SUBJECT_PAGE, Decision, Document, ImageNode, Page
-from mmcurate.stages.results import KEPT, REJECTED, StageCounters, image_rejection_decision
+from mmcurate.stages.results import KEPT, REJECTED, StageCounters, rejection_decision
 
 log = logging.getLogger(__name__)
 
@@ -139,8 +139,8 @@ class DropUnsafeImagesFn(_ListedUrlsFn):
         out, dropped = drop_unsafe_images(doc, self._blocklist)
         for node, verdict in dropped:
             self._counters.inc(f"image.reason.{verdict.reason}")
-            detail = f"document {doc.doc_id}; listed {verdict.detail}"
-            yield beam.pvalue.TaggedOutput(REJECTED, image_rejection_decision(URL_STAGE, doc, node, verdict, detail))
+            rejection = rejection_decision(URL_STAGE, doc, verdict, node, note=f"listed {verdict.detail}")
+            yield beam.pvalue.TaggedOutput(REJECTED, rejection)
         yield out
         self._counters.micros(started)
 

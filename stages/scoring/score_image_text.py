@@ -54,7 +54,6 @@ from mmcurate.stages.results import (
     StageCounters,
     StageResult,
     error_decision,
-    image_rejection_decision,
     rejection_decision,
 )
 from mmcurate.stages.scoring import STAGE
@@ -108,7 +107,7 @@ class ScoreDocumentsFn(beam.DoFn):
                     self._counters.inc("images.unscored", unscored)
                 for node, verdict in removed:
                     self._counters.inc(f"image.reason.{verdict.reason}")
-                    yield beam.pvalue.TaggedOutput(REJECTED, image_rejection_decision(STAGE, doc, node, verdict, f"document {doc.doc_id}"))
+                    yield beam.pvalue.TaggedOutput(REJECTED, rejection_decision(STAGE, doc, verdict, node))
                 verdict = nsfw_rules.document_verdict(
                     int(scored.signals.get(nsfw_rules.NSFW_IMAGES, 0)), min_images=config.nsfw.reject_document_min_images
                 )

@@ -1,4 +1,5 @@
-"""Connected components of an undirected edge list, one node at a time.
+"""Each node's connected-component label (the component's smallest node), computed
+one node at a time.
 
 The steps of the alternating large-star/small-star algorithm of Kiveris et al. 2014
 ("Connected Components in MapReduce and Beyond"), each a function of one node and

@@ -4,7 +4,7 @@ rounds run in memory until every node is a star leaf of its component minimum.""
 import random
 from collections import defaultdict
 
-from mmcurate.stages.engines.connected_components import both_directions, large_star, small_star, star_label, union_find
+from mmcurate.stages.engines.component_labelling import both_directions, large_star, small_star, star_label, union_find
 
 
 def _grouped(pairs):
