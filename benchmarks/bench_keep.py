@@ -3,11 +3,12 @@ language ID does at sentence and document length.
 
 1. Keep rate: clean pages built from the prose in ``tests/fixtures/text/`` (one
    page per language, two images), a long illustrated article (3,900+ words of
-   human-written WMT news references, ten images) and a 2,000-character Chinese
-   article (WMT Chinese references), through the heuristics stage's steps with the
+   human-written WMT news references, ten images) and 2,500-character Chinese and
+   Japanese articles (``tests/fixtures/text/long/``, WMT references), through the heuristics stage's steps with the
    default config, exactly as the stage runs them (``stages.heuristics.build_steps``); then the pages of the
    fixture WARCs (read and extracted first). Prints kept / rejected with the reason
-   per page, and the keep rate per script.
+   per page, and the keep rate per script; the long pages again under OBELICS's
+   2,000-word cap.
 2. Language ID: accuracy of lid.176 and heliport on labelled text, at sentence
    length (one segment) and document length (5 consecutive sentences): the human
    references of WMT22/23 in ``../shared/data`` (--data) and the fixture prose.
@@ -117,15 +118,9 @@ def keep_rates(data: Path, warcs: list[Path]) -> None:
                 paragraphs = paragraphs[: n + 1]
                 break
         pages.append(("en (long)", page("long-en", paragraphs, images=10, every=max(1, len(paragraphs) // 10))))
-    if refs.get("zh"):
-        paragraphs, chars = [], 0
-        for i in range(0, len(refs["zh"]), 5):
-            p = "".join(refs["zh"][i : i + 5])
-            paragraphs.append(p)
-            chars += len(p)
-            if chars >= 2000:
-                break
-        pages.append(("zh (2,000 chars)", page("long-zh", paragraphs, images=3, every=3)))
+    for lang in ("zh", "ja"):
+        paragraphs = [b.strip() for b in (TEXT_DIR / "long" / f"{lang}.txt").read_text(encoding="utf-8").split("\n\n") if b.strip()]
+        pages.append((f"{lang} (2,500 chars)", page(f"long-{lang}", paragraphs, images=3, every=4)))
     print(f"Clean pages through the heuristics (default config, identifier {config.language.identifier}):")
     by_script: dict[str, Counter] = defaultdict(Counter)
     for label, doc in pages:
@@ -137,6 +132,13 @@ def keep_rates(data: Path, warcs: list[Path]) -> None:
               f"{out.language_score or 0:5.2f}  {outcome}")
     print("  keep rate by script: " + ", ".join(
         f"{s} {c[True]}/{c[True] + c[False]}" for s, c in sorted(by_script.items())))
+    capped = config.model_copy(update={"obelics": config.obelics.model_copy(update={"max_words": 2000})})
+    capped_steps = heuristic_steps(capped, language_model=load_identifier(config.language.identifier))
+    print("  long pages under OBELICS's 2,000-word cap (obelics.max_words=2000):")
+    for label, doc in pages:
+        if "(" in label:
+            outcome, out = _outcome(capped_steps, doc)
+            print(f"  {label:<18} {int(out.signals.get('content.word_count', 0)):>6} words  {outcome}")
     if warcs:
         sys.path.insert(0, str(ROOT / "benchmarks"))
         from bench_heuristics import extracted_documents

@@ -11,7 +11,8 @@ released datatrove ``FineWebQualityFilter`` defaults).
   ``new_line_ratio``; not described in the paper).
 
 Terminal punctuation covers CJK, Arabic and Devanagari full stops; words are word
-units (``text.count_words``), so Chinese and Japanese are counted per character.
+``text.count_words``, so Chinese, Japanese and Thai are counted in dictionary words
+(datatrove also counts them with a word tokenizer per language).
 """
 
 from __future__ import annotations

@@ -14,9 +14,9 @@ runs folded to one space:
   matches as a substring, as those scripts have no spaces to mark word ends.
 
 Overlapping matches resolve to the leftmost, then longest, entry. Each match counts
-the word units of its entry (``filters.text.count_words``: spaced words, and
-unspaced-script characters one each), and the ratio is matched units over the
-text's units, so a ratio means the same in English and in Chinese.
+the words of its entry (``filters.text.count_words``: spaced words, and the
+dictionary words of unspaced scripts), and the ratio is matched words over the
+text's words, so a ratio means the same in English and in Chinese.
 
 Ambiguous entries (``<lang>.ambiguous.txt``: anatomy, medicine, crime reporting,
 everyday words and substrings of them) count only when the same text also holds

@@ -11,9 +11,11 @@ Repetition: duplicate lines <= 30% by count and 20% by characters, the same for
 paragraphs; the most frequent 2-, 3-, 4-gram covers at most 20%, 18%, 16% of the
 characters; duplicated 5- ... 10-grams cover at most 15%, 14%, 13%, 12%, 11%, 10%.
 
-Beyond English: words are word units (``text.word_units``), one per character in
-Chinese, Japanese, Thai and other unspaced scripts, so such a page is measured in
-characters and never "one word long". The mean-word-length rule is about spaced
+Beyond English: words are ``text.word_units``: Chinese, Japanese, Thai and other
+scripts written without spaces are split into dictionary words (ICU word break), so
+such a page is measured in words, neither "one word long" nor one word a
+character; the alphabetic-word ratio counts ``text.tokens``, which split those
+scripts into the same words. The mean-word-length rule is about spaced
 scripts and is not applied when most letters are unspaced (the signal is then not
 written); the stop-word rule applies only to languages that config gives stop
 words for (English by default, as Gopher). Word length counts letters: combining

@@ -150,8 +150,8 @@ def image_count(doc: Document, *, min_images: int, max_images: int, no_images: s
 
 
 def words_per_image(doc: Document, *, min_words_per_image: float) -> Verdict:
-    """Image-to-text ratio: words of main text per retrieved image (CJK counted per
-    character by ``count_words``). Documents without images are not measured."""
+    """Image-to-text ratio: words of main text per retrieved image (Chinese, Japanese
+    and Thai in dictionary words, ``count_words``). Documents without images are not measured."""
     n = len(retrieved_images(doc))
     if n == 0:
         return keep()

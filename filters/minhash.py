@@ -3,8 +3,8 @@
 Pipeline of pure functions, each a step of the `dedup` stage's near-duplicate pass:
 
 1. ``shingles``: the text folded (NFKC, case, punctuation, whitespace) and cut into
-   word units (``filters.text`` counts the same units: runs of letters and digits,
-   and one unit per character of a script written without spaces); then n-grams of
+   units (``filters.text.character_units``: runs of letters and digits, and one
+   unit per character of a script written without spaces); then n-grams of
    those units: ``word_ngram`` units for spaced scripts, ``char_ngram`` for text
    whose letters are mostly of unspaced scripts (Chinese, Japanese, Thai, ...), where
    one unit is one character.
@@ -35,9 +35,9 @@ import numpy as np
 from datasketch import MinHash
 from datasketch.hashfunc import sha1_hash32
 
-# The units of filters.text.count_words, so that a shingle's units are the units
-# the word counts use.
-from mmcurate.filters.text import unspaced_ratio, word_units
+# Spaced-script words and unspaced-script characters: Chinese and Japanese text is
+# shingled by character n-grams (dedup.char_ngram), not by dictionary words.
+from mmcurate.filters.text import character_units, unspaced_ratio
 
 ShingleHash = Literal["sha1", "crc32"]
 
@@ -48,8 +48,8 @@ def fold(text: str) -> str:
 
 
 def units(text: str) -> list[str]:
-    """Word units of the folded text, in order."""
-    return word_units(fold(text))
+    """Units of the folded text, in order: spaced-script words, unspaced-script characters."""
+    return character_units(fold(text))
 
 
 def shingles(text: str, word_ngram: int, char_ngram: int, unspaced_cutoff: float) -> list[str]:

@@ -266,7 +266,8 @@ class FlaggedWordsConfig(_Section):
 
 
 class HeuristicsConfig(_Section):
-    # Fewer words of main text than this: content.too_few_words (Gopher's lower bound; CJK counted per character).
+    # Fewer words of main text than this: content.too_few_words (Gopher's lower
+    # bound; Chinese, Japanese, Thai counted in dictionary words, filters/text.py).
     min_words: int = Field(default=50, ge=0)
     # Interleaved documents need at least one image by default (OBELICS's lower
     # bound); 0 keeps text-only pages.

@@ -2,10 +2,11 @@ import pytest
 
 from docfactory import PROSE, make_doc
 from mmcurate.filters import content, reasons
-from mmcurate.filters.text import count_words, fold_for_hash
+from mmcurate.filters.text import count_words, fold_for_hash, word_units
 
 CHINESE = "港口位于山谷的尽头，建于十八世纪。渔船在黎明前出海，下午早些时候返回，码头上的市场出售他们带回来的鱼。"
 JAPANESE = "谷の奥にある港は十八世紀に築かれました。漁船は夜明け前に出港し、午後の早い時間に戻ってきます。"
+THAI = "เมืองเล็ก ๆ ริมทะเลมีชาวประมงจำนวนมากที่ออกเรือทุกเช้าก่อนพระอาทิตย์ขึ้น"
 
 
 @pytest.mark.parametrize(
@@ -38,10 +39,33 @@ def test_clean_document_is_kept_and_signals_recorded():
     assert content.min_images(doc, min_images=1).signals[content.IMAGE_COUNT] == 2
 
 
-@pytest.mark.parametrize("text, expected", [(CHINESE, 46), (JAPANESE, 44)])
-def test_unspaced_scripts_count_per_character_not_as_one_word(text, expected):
-    assert count_words(text) == expected
-    assert content.min_words(make_doc("zh", text, images=1), min_words=40).keep
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (CHINESE, "港口 位于 山谷 的 尽头 建 于 十八 世纪 渔船 在 黎明 前 出海 下午 早些 时候 返回 码头 上 的 市场 出售 他们 带回来 的 鱼"),
+        (JAPANESE, "谷 の 奥 に ある 港 は 十八 世紀 に 築 か れ ま した 漁船 は 夜明け 前 に 出港 し 午後 の 早い 時間 に 戻 って き ます"),
+        (THAI, "เมือง เล็ก ๆ ริม ทะเล มี ชาว ประมง จำนวน มาก ที่ ออก เรือ ทุก เช้า ก่อน พระอาทิตย์ ขึ้น"),
+        ("人々は時々東京タワーに行きます。", "人々 は 時々 東京タワー に 行き ます"),
+        ("2004年提出了L型构想。", "2004 年 提出 了 L 型 构想"),
+        ("表情😀很好😀我们", "表情 很好 我们"),
+    ],
+)
+def test_unspaced_scripts_count_dictionary_words_not_characters(text, expected):
+    assert word_units(text) == expected.split()
+    assert count_words(text) == len(expected.split())
+
+
+def test_unspaced_words_count_far_below_characters():
+    # 46 and 44 characters; a page is not "too long" for being written without spaces
+    assert (count_words(CHINESE), count_words(JAPANESE)) == (27, 31)
+    assert content.min_words(make_doc("zh", CHINESE, images=1), min_words=25).keep
+
+
+def test_word_units_and_count_words_agree_in_every_script():
+    for text in (CHINESE, JAPANESE, THAI, PROSE, "Привет, мир! مرحبا بالعالم", "한국어 문장입니다. 漢字도", "ét́é 中文 e\u0301"):
+        assert len(word_units(text)) == count_words(text)
+    # Korean is written with spaces: its words are the space-separated runs, Hanja by the dictionary
+    assert word_units("한국어 문장입니다. 漢字도") == ["한국어", "문장입니다", "漢字", "도"]
 
 
 def test_word_count_splits_on_punctuation_and_keeps_contractions():

@@ -87,8 +87,8 @@ def test_whole_words_only_in_spaced_scripts():
 def test_substrings_in_chinese_japanese_and_thai():
     zh = find("这个网站有很多做爱视频和口交图片", WORDS.for_language("zh"))
     assert zh.entries == {"做爱": 1, "口交": 1}
-    # Per-character units: 4 flagged characters of 16.
-    assert (zh.counted_units, zh.units) == (4, 16)
+    # Words: 2 flagged words of 9 (这个 网站 有 很多 做爱 视频 和 口交 图片).
+    assert (zh.counted_units, zh.units) == (2, 9)
     ja = find("無料のポルノ動画とフェラチオ画像", WORDS.for_language("ja"))
     assert set(ja.entries) == {"ポルノ", "フェラチオ"}
     th = find("เว็บนี้มีคลิปเย็ดฟรี", WORDS.for_language("th"))

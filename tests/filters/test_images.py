@@ -103,12 +103,12 @@ COUNT = partial(rules.image_count, min_images=2, max_images=30, no_images="rejec
             2,
             5,
         ),
-        # CJK text counts per character, not per space-separated run.
+        # CJK text counts in words (港口 建 于 十八 世纪), not per space-separated run.
         (
             doc_with(2, "港口建于十八世纪"),
             partial(rules.words_per_image, min_words_per_image=5),
             reasons.IMAGE_DOCUMENT_TOO_FEW_WORDS_PER_IMAGE,
-            4,
+            2.5,
             5,
         ),
     ],

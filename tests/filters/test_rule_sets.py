@@ -10,7 +10,7 @@ import pytest
 
 from docfactory import make_doc
 from mmcurate.filters import c4, content, fineweb, gopher, nodes, obelics, reasons
-from mmcurate.filters.text import count_words
+from mmcurate.filters.text import character_units, count_words
 from mmcurate.pipeline.config import (
     C4Config,
     FineWebConfig,
@@ -102,12 +102,14 @@ def test_clean_pages_in_every_language_and_script_are_kept_by_every_rule(lang):
         assert verdict.keep, (lang, rule, verdict)
 
 
-@pytest.mark.parametrize("lang, words", [("zh", 257), ("ja", 324)])
-def test_unspaced_pages_are_measured_per_character(lang, words):
+@pytest.mark.parametrize("lang, words, characters", [("zh", 175, 257), ("ja", 209, 324), ("th", 115, 339)])
+def test_unspaced_pages_are_measured_in_words(lang, words, characters):
     doc = clean_doc(lang, language=lang)
     verdict = GOPHER_QUALITY(doc)
     assert verdict.keep and verdict.signals[content.WORD_COUNT] == words == count_words(doc.text)
-    # mean word length is a spaced-script rule: not measured on a Chinese or Japanese page
+    # dictionary words, not characters (character_units: one per character)
+    assert len(character_units(doc.text)) == characters
+    # mean word length is a spaced-script rule: not measured on a Chinese, Japanese or Thai page
     assert gopher.MEAN_WORD_LENGTH not in verdict.signals
     assert C4_RULES(doc).signals[c4.SENTENCES] >= 8
 

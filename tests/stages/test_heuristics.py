@@ -9,6 +9,7 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from docfactory import PROSE, make_doc
 from mmcurate.filters import reasons
+from mmcurate.filters.text import character_units, count_words
 from mmcurate.pipeline.config import HeuristicsConfig, UrlConfig
 from mmcurate.schemas import ImageNode
 from mmcurate.stages.heuristics import STAGE, ApplyTextHeuristics
@@ -111,7 +112,7 @@ def test_kept_documents_carry_every_signal():
 
     assert_that(
         result.kept | beam.Map(figures),
-        equal_to([("clean-zh", 257.0, True, True, True, True, True), ("clean-en", 171.0, True, True, True, True, True)]),
+        equal_to([("clean-zh", 175.0, True, True, True, True, True), ("clean-en", 171.0, True, True, True, True, True)]),
     )
     p.run().wait_until_finish()
 
@@ -178,10 +179,16 @@ def test_a_4000_word_article_with_ten_images_is_kept_and_obelics_exact_rejects_i
     assert exact == reasons.OBELICS_TOO_MANY_WORDS
 
 
-def test_a_2000_character_chinese_article_is_kept(identifier):
-    doc = illustrated("long-zh", "zh", images=3, every=4)
-    out, outcome = _outcome(HeuristicsConfig(), doc, identifier)
-    assert len(doc.text) > 2000 and outcome == "kept" and out.language == "zh"
+@pytest.mark.parametrize("lang", ["zh", "ja"])
+def test_a_2000_character_chinese_or_japanese_article_is_kept_even_under_obelics_2000_word_cap(identifier, lang):
+    doc = illustrated(f"long-{lang}", lang, images=3, every=4)
+    # over 2,000 units when each character is one (the count before words were segmented)
+    assert len(character_units(doc.text)) > 2100
+    for config in (HeuristicsConfig(), HeuristicsConfig(obelics={"max_words": 2000})):
+        out, outcome = _outcome(config, doc, identifier)
+        assert outcome == "kept" and out.language == lang
+        # counted in words (1,307 and 1,154), not one per character
+        assert out.signals["content.word_count"] == count_words(doc.text) < 1400
 
 
 def test_text_is_joined_and_tokenised_once_per_document_and_rules_measure_the_same(identifier, monkeypatch):
