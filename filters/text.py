@@ -164,10 +164,11 @@ def _unspaced_words(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _merge_unspaced(text: str, spaced: "regex.Pattern") -> list[str]:
-    """The unspaced-script words of ``text`` and the ``spaced`` matches outside them,
-    in reading order."""
-    words = _unspaced_words(text)
+def _merge_unspaced(text: str, spaced: "regex.Pattern", words: list[tuple[int, int]] | None = None) -> list[str]:
+    """The unspaced-script words of ``text`` (``words``: their spans, when the caller
+    has them) and the ``spaced`` matches outside them, in reading order."""
+    if words is None:
+        words = _unspaced_words(text)
     out: list[str] = []
     i = 0
     covered = 0
@@ -183,22 +184,31 @@ def _merge_unspaced(text: str, spaced: "regex.Pattern") -> list[str]:
     return out
 
 
-def word_units(text: str) -> list[str]:
-    """The words of ``text`` in reading order (see ``count_words``)."""
+def unspaced_word_spans(text: str) -> list[tuple[int, int]] | None:
+    """(start, end) of the unspaced-script words of ``text``; None when it has no
+    unspaced-script character (``word_units`` and ``tokens`` can share one result)."""
+    if text.isascii() or not _UNSPACED_CHAR.search(text):
+        return None
+    return _unspaced_words(text)
+
+
+def word_units(text: str, spans: list[tuple[int, int]] | None = None) -> list[str]:
+    """The words of ``text`` in reading order (see ``count_words``). ``spans``:
+    ``unspaced_word_spans(text)`` when the caller has it."""
     if text.isascii():
         return _ASCII_WORD.findall(text)
-    if not _UNSPACED_CHAR.search(text):
+    if spans is None and not _UNSPACED_CHAR.search(text):
         return _SPACED_WORD.findall(text)
-    return _merge_unspaced(text, _SPACED_WORD)
+    return _merge_unspaced(text, _SPACED_WORD, spans)
 
 
-def tokens(text: str) -> list[str]:
+def tokens(text: str, spans: list[tuple[int, int]] | None = None) -> list[str]:
     """Whitespace-delimited tokens, with unspaced-script text split into its words."""
     if text.isascii():
         return _ASCII_TOKEN.findall(text)
-    if not _UNSPACED_CHAR.search(text):
+    if spans is None and not _UNSPACED_CHAR.search(text):
         return _SPACED_TOKEN.findall(text)
-    return _merge_unspaced(text, _SPACED_TOKEN)
+    return _merge_unspaced(text, _SPACED_TOKEN, spans)
 
 
 def lines(text: str) -> list[str]:
@@ -276,8 +286,13 @@ class TextView:
         return lines(self.text)
 
     @cached_property
+    def unspaced_spans(self) -> list[tuple[int, int]] | None:
+        """The unspaced-script words' spans, found once for ``word_units`` and ``tokens``."""
+        return unspaced_word_spans(self.text)
+
+    @cached_property
     def word_units(self) -> list[str]:
-        return word_units(self.text)
+        return word_units(self.text, self.unspaced_spans)
 
     @property
     def word_count(self) -> int:
@@ -290,7 +305,7 @@ class TextView:
 
     @cached_property
     def tokens(self) -> list[str]:
-        return tokens(self.text)
+        return tokens(self.text, self.unspaced_spans)
 
     @cached_property
     def spaced_words(self) -> list[str]:
