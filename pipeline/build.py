@@ -14,7 +14,6 @@ phase is a point a rerun resumes from (``pipeline.run``).
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import posixpath
 from dataclasses import dataclass
@@ -32,8 +31,10 @@ from mmcurate.stages.extract import ExtractDocuments
 from mmcurate.stages.heuristics import ApplyTextHeuristics
 from mmcurate.stages.read import ReadWarc
 from mmcurate.stages.results import StageResult
+from mmcurate.stages.engines.staging_files import record_key
+from mmcurate.stages.range_staging import ReadStagedRangeFn, StageRecordsFn, without_document
 from mmcurate.stages.safety import DropUnsafeImages, RedactPersonalData, RejectUnsafePages, has_lists
-from mmcurate.stages.staging import ReadStaged, WriteStaged, read_all, record_key, staged_files
+from mmcurate.stages.staging import ReadStaged, WriteStaged, read_all, staged_files
 from mmcurate.stages.write import WriteCorpus
 
 log = logging.getLogger(__name__)
@@ -96,6 +97,7 @@ def build_phase(
     config: Config,
     reader: beam.PTransform | None = None,
     tables: Optional[str] = None,
+    done_ranges: Optional[frozenset[str]] = None,
 ) -> None:
     """Adds one phase to ``pipeline``; its outputs go to ``phase_dir(staging, phase)``.
 
@@ -105,9 +107,13 @@ def build_phase(
     staged files are listed here). The final phase writes the output tables under
     ``tables`` (default ``<phase dir>/tables``). A stage of ``STAGED_STAGES`` runs
     staged only when it opens a later phase; in phase 0 it joins in memory.
+
+    With ``done_ranges`` (a set, maybe empty) a first phase that stages its outputs
+    stages them per input range when it can (``Funnel.stages_ranges``), skipping the
+    ranges named there, which an earlier run staged.
     """
     here = phase_dir(staging, phase)
-    funnel = Funnel(pipeline, config, phase, here)
+    funnel = Funnel(pipeline, config, phase, here, done_ranges)
     if phase.index == 0:
         funnel.read(inputs, reader)
         funnel.extract()
@@ -151,8 +157,9 @@ class Funnel:
     the read stage set aside and the images table's rows. Each stage's outputs pass
     through ``progress.count`` (the live progress line of local runs)."""
 
-    def __init__(self, pipeline: beam.Pipeline, config: Config, phase: Phase, here: str):
+    def __init__(self, pipeline: beam.Pipeline, config: Config, phase: Phase, here: str, done_ranges=None):
         self.pipeline, self.config, self.phase, self.here = pipeline, config, phase, here
+        self.done_ranges = done_ranges
         self.docs: Optional[beam.PCollection] = None
         self.decisions: list[beam.PCollection] = []
         self.captured: Optional[beam.PCollection] = None
@@ -165,7 +172,14 @@ class Funnel:
         # ReadWarc reads whole files, skipping records between those it emits: they count
         # as read too. Another reader (ReadWarcIndex) reads only the records it emits.
         gap = progress.SKIPPED_GAP if reader is None else 0
-        read = self.pipeline | "Read" >> (ReadWarc(list(inputs), self.config.read) if reader is None else reader)
+        if reader is None:
+            chunk_reader = None
+            if self.stages_ranges(reader):
+                chunk_reader = ReadStagedRangeFn(
+                    self.config.read, self.here, self._tables(), self.done_ranges, self._needs_captured()
+                )
+            reader = ReadWarc(list(inputs), self.config.read, chunk_reader=chunk_reader)
+        read = self.pipeline | "Read" >> reader
         self.docs = progress.count(read.pages, "CountReadKept", "read", read_gap=gap)
         self._decided(read.rejected, read.errors, read_gap=gap)
         self.captured = progress.count(read.images, "CountReadImages", read_gap=gap)
@@ -231,15 +245,49 @@ class Funnel:
         # The images table's rows (the bytes, joined by image_id) come from the images stage before it.
         self._apply("scoring", ScoreImageText(self.config.scoring, self.image_rows, accelerator=accelerator))
 
+    def stages_ranges(self, reader: Optional[beam.PTransform]) -> bool:
+        """Whether this phase stages per input range (``stages/range_staging.py``): the
+        first phase of a run that stages, reading WARC files cut into ranges."""
+        read = self.config.read
+        return (
+            self.done_ranges is not None
+            and self.phase.index == 0
+            and not self.phase.final
+            and reader is None
+            and read.reshuffle
+            and not read.limit
+        )
+
+    def _tables(self) -> dict[str, str]:
+        return {name: _join(self.here, name) for name in (STAGED_DOCS, STAGED_DECISIONS, STAGED_CAPTURED)}
+
     def stage_outputs(self) -> None:
         """A phase before the last: its documents, decisions (and phase 0's captured
         images) to staging, for the next phase."""
+        if self.phase.index == 0 and self.stages_ranges(None):
+            self._stage_ranges()
+            return
         _ = self.docs | "StageDocuments" >> WriteStaged(_join(self.here, STAGED_DOCS), key=record_key)
-        _ = self._all_decisions() | "StageDecisions" >> WriteStaged(
-            _join(self.here, STAGED_DECISIONS), key=lambda d: d.doc_id
-        )
+        _ = self._all_decisions() | "StageDecisions" >> WriteStaged(_join(self.here, STAGED_DECISIONS), key=_decision_key)
         if self.phase.index == 0 and self._needs_captured():
-            _ = self.captured | "StageCaptured" >> WriteStaged(_join(self.here, STAGED_CAPTURED), key=lambda i: i.url)
+            _ = self.captured | "StageCaptured" >> WriteStaged(_join(self.here, STAGED_CAPTURED), key=_captured_key)
+
+    def _stage_ranges(self) -> None:
+        """Phase 0's outputs into the files of the range each came from, as it is read;
+        what cannot go there (``StageRecordsFn``) to Beam's sink, beside them."""
+        prepare = None if self._recycled() else without_document
+        outputs = [("Documents", STAGED_DOCS, self.docs, record_key, None)]
+        outputs += [(f"Decisions{i}", STAGED_DECISIONS, d, _decision_key, prepare) for i, d in enumerate(self.decisions)]
+        if self._needs_captured():
+            outputs.append(("Captured", STAGED_CAPTURED, self.captured, _captured_key, None))
+        loose: dict[str, list] = {}
+        for label, table, pcoll, key, how in outputs:
+            staged = pcoll | f"Stage{label}" >> beam.ParDo(StageRecordsFn(table, key, how))
+            loose.setdefault(table, []).append(staged)
+        for table, pcolls in loose.items():
+            key = {STAGED_DOCS: record_key, STAGED_DECISIONS: _decision_key, STAGED_CAPTURED: _captured_key}[table]
+            gathered = pcolls | f"Loose{table.capitalize()}" >> beam.Flatten()
+            _ = gathered | f"StageLoose{table.capitalize()}" >> WriteStaged(_join(self.here, table), key=key)
 
     def gather_decisions(self, earlier: Sequence[str]) -> None:
         """The last phase: its decision rows and those the phases before it staged
@@ -283,7 +331,7 @@ class Funnel:
             kept=self.docs,
         )
         self.pairs = recycled.pairs
-        compact = self.all_decisions | "CompactDecisions" >> beam.Map(_without_document)
+        compact = self.all_decisions | "CompactDecisions" >> beam.Map(without_document)
         self.all_decisions = (compact, recycled.decisions) | "WithPairDecisions" >> beam.Flatten()
 
     def write(self, tables: str) -> None:
@@ -328,8 +376,12 @@ class Funnel:
         return self.image_rows
 
 
-def _without_document(decision: Decision) -> Decision:
-    return decision if decision.document is None else dataclasses.replace(decision, document=None)
+def _decision_key(decision: Decision) -> str:
+    return decision.doc_id
+
+
+def _captured_key(image) -> str:
+    return image.url
 
 
 def _gather(decisions: list, keep_documents: bool, label: str) -> beam.PCollection:
@@ -337,5 +389,5 @@ def _gather(decisions: list, keep_documents: bool, label: str) -> beam.PCollecti
     they carry are dropped first, in each producer's own step, so that no full
     document reaches the Flatten (which a runner may hold in memory)."""
     if not keep_documents:
-        decisions = [d | f"{label}Compact{i}" >> beam.Map(_without_document) for i, d in enumerate(decisions)]
+        decisions = [d | f"{label}Compact{i}" >> beam.Map(without_document) for i, d in enumerate(decisions)]
     return decisions | label >> beam.Flatten()

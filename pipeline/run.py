@@ -21,11 +21,23 @@ from apache_beam.runners.runner import PipelineState
 
 from mmcurate.pipeline import beam_files
 from mmcurate.pipeline import publication as out
-from mmcurate.pipeline.build import TABLES_DIR, Phase, build_phase, phase_dir, plan_phases
+from mmcurate.pipeline.build import (
+    STAGED_CAPTURED,
+    STAGED_DECISIONS,
+    STAGED_DOCS,
+    TABLES_DIR,
+    Phase,
+    build_phase,
+    phase_dir,
+    plan_phases,
+)
 from mmcurate.pipeline.config import Config
 from mmcurate.pipeline.manifest import build_manifest
 from mmcurate.pipeline.progress import ProgressMonitor
 from mmcurate.schemas import KIND_REJECTED, SUBJECT_PAGE
+from mmcurate.stages.engines import staging_files
+from mmcurate.stages.range_staging import NAMESPACE as RANGES_NAMESPACE
+from mmcurate.stages.range_staging import RANGES_READ
 from mmcurate.stages.results import COUNTER_KEPT
 from mmcurate.stages.read_index import ReadWarcIndex, check_index, index_batches
 
@@ -193,27 +205,62 @@ def _run_phases(
         if resumed:
             log.info("phase %s: finished by an earlier run, resumed after it", phase.dirname)
         else:
-            beam_files.remove(here)  # what a killed run left of this phase
+            finished = _resumable_ranges(here) if phase.index == 0 else {}
             clock = time.perf_counter()
             pipeline = beam.Pipeline(options=options)
-            build_phase(pipeline, phases, phase, root, patterns, config, reader=reader)
+            build_phase(pipeline, phases, phase, root, patterns, config, reader=reader, done_ranges=frozenset(finished))
             result, state = _run(pipeline)
             if state not in (PipelineState.DONE, None):
                 raise RunError(f"phase {phase.dirname} ended in state {state}; nothing was published (staging kept at {root})")
             counters = query_counters(result)
             if counters is None and phase.index > 0 and metrics:
                 counters = {}  # the runner reports metrics: this phase saw nothing to count
+            ranges_read = None if counters is None else counters.pop((RANGES_NAMESPACE, RANGES_READ), 0)
+            if counters is not None:
+                # The ranges an earlier run finished count as they counted then.
+                _merge(counters, staging_files.summed_counters(finished.values()))
             done = {
                 "counters": None if counters is None else [[ns, name, value] for (ns, name), value in sorted(counters.items())],
                 "seconds": round(time.perf_counter() - clock, 3),
             }
+            if phase.index == 0:
+                done["ranges"] = {"read": ranges_read, "resumed": len(finished)}
             beam_files.write_json(beam_files.join(here, COMPLETE), done)
         if done["counters"] is None:
             metrics = False
         else:
             _merge(totals, {(ns, name): value for ns, name, value in done["counters"]})
-        report.append({"phase": phase.dirname, "stages": list(phase.stages), "seconds": done["seconds"], "resumed": resumed})
+        entry = {"phase": phase.dirname, "stages": list(phase.stages), "seconds": done["seconds"], "resumed": resumed}
+        if "ranges" in done:
+            entry["ranges"] = done["ranges"]
+        report.append(entry)
     return (totals if metrics else None), report
+
+
+STAGED_TABLES = (STAGED_DOCS, STAGED_DECISIONS, STAGED_CAPTURED)
+
+
+def _resumable_ranges(here: str) -> dict[str, dict]:
+    """The input ranges of a first phase that an earlier, killed run finished (their
+    markers: ``stages/range_staging.py``); everything else that run left of the phase
+    is removed, to be read again."""
+    if not beam_files.exists(here):
+        return {}
+    finished = staging_files.finished_ranges(FileSystems, here)
+    stale = staging_files.stale_files(FileSystems, here, STAGED_TABLES, finished)
+    for path in stale:
+        beam_files.remove(path)
+    for name in ("blobs", TABLES_DIR):
+        beam_files.remove(beam_files.join(here, name))
+    if finished:
+        log.info("phase %s: %d input range(s) finished by an earlier run are kept", here, len(finished))
+    else:
+        beam_files.remove(here)
+    return finished
+
+
+def _kept_ranges(root: str, phases: Sequence[Phase]) -> int:
+    return len(staging_files.finished_ranges(FileSystems, phase_dir(root, phases[0])))
 
 
 def run_curation(
@@ -294,6 +341,12 @@ def run_curation(
             if finished:
                 raise Interrupted(
                     f"interrupted; phase(s) {', '.join(finished)} of {len(phases)} are kept in {root}:"
+                    " run the same command again to resume"
+                ) from None
+            ranges = _kept_ranges(root, phases)
+            if ranges:
+                raise Interrupted(
+                    f"interrupted; {ranges} input range(s) of phase {phases[0].dirname} are kept in {root}:"
                     " run the same command again to resume"
                 ) from None
             _drop_staging(output, root)

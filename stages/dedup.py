@@ -3,7 +3,7 @@
 Documents travel once: ``FingerprintDocumentsFn`` turns each into a light
 ``Fingerprint`` (``stages/engines/dedup_fingerprints.py``: ids, keys, a MinHash
 signature); every dedup step shuffles only fingerprints and ids, and its verdicts
-(``Note``s, keyed by a key unique to each record: ``staging.record_key``) join back
+(``Note``s, keyed by a key unique to each record: ``staging_files.record_key``) join back
 to the documents at the end (``stages/dedup_verdicts.py``): by one ``CoGroupByKey``,
 or, in a staged run, unit by unit as the documents are read again from staging
 (``staging``), so that no document crosses a shuffle. The steps run in order of
@@ -53,7 +53,8 @@ from mmcurate.stages.engines.dedup_fingerprints import (
 )
 from mmcurate.stages.near_duplicates import DedupNearDuplicates
 from mmcurate.stages.results import ERRORS, KEPT, REJECTED, StageCounters, StageResult, error_decision
-from mmcurate.stages.staging import VerdictsByUnit, record_key, unit_key
+from mmcurate.stages.engines.staging_files import record_key, unit_key
+from mmcurate.stages.staging import VerdictsByUnit
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,8 @@ from mmcurate.filters.verdict import reject
 from mmcurate.schemas import Document
 from mmcurate.stages.engines.dedup_fingerprints import FAILED, Note, apply_notes, sorted_notes
 from mmcurate.stages.results import ERRORS, REJECTED, StageCounters, error_decision, rejection_decision
-from mmcurate.stages.staging import by_key, read_unit, record_key, split_unit_key
+from mmcurate.stages.engines.staging_files import by_key, record_key, split_unit_key
+from mmcurate.stages.staging import read_unit
 
 STAGE = "dedup"
 

@@ -26,7 +26,8 @@ from mmcurate.schemas.rows import STATUS_FAILED, STATUS_REJECTED, STATUS_SKIPPED
 from mmcurate.stages.engines.image_result import STAGE, ImageResult, image_decision, reason_counter
 from mmcurate.stages.engines.phash_clusters import Cluster, resolve_set, survivor_rank, too_frequent
 from mmcurate.stages.results import ERRORS, KEPT, REJECTED, StageCounters, apply_filters, error_decision, rejection_decision
-from mmcurate.stages.staging import VerdictsByUnit, read_unit, record_key, split_unit_key, unit_key
+from mmcurate.stages.engines.staging_files import record_key, split_unit_key, unit_key
+from mmcurate.stages.staging import VerdictsByUnit, read_unit
 
 log = logging.getLogger(__name__)
 

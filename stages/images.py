@@ -46,7 +46,7 @@ from mmcurate.stages.image_clusters import ClusterImages
 from mmcurate.stages.image_documents import ApplyImageVerdicts, Link
 from mmcurate.stages.image_retrieval import RetrieveImages, image_wants
 from mmcurate.stages.image_table import ImageTableRows
-from mmcurate.stages.staging import record_key, unit_key
+from mmcurate.stages.engines.staging_files import record_key, unit_key
 
 USAGE = "usage"
 
@@ -64,7 +64,7 @@ class ImagesResult(NamedTuple):
 
 def image_refs(doc: Document, key: Optional[str] = None) -> Iterable[tuple[str, tuple[str, str]]]:
     """(URL, (key, doc_id)) for each distinct image URL of a document; the key
-    (default ``staging.record_key``) is what its links are joined back by."""
+    (default ``staging_files.record_key``) is what its links are joined back by."""
     key = record_key(doc) if key is None else key
     for url, _ in image_wants(doc):
         yield url, (key, doc.doc_id)

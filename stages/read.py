@@ -278,11 +278,20 @@ class ReadWarc(beam.PTransform):
     With ``read.reshuffle`` (the default) each WARC file is cut into ranges of whole
     records that are spread over workers (a shuffle of ``(path, start, end)``, never
     of pages); without it each file is read by one worker. With ``read.limit`` N,
-    only the first N pages are read, files taken in path order.
+    only the first N pages are read, files taken in path order. ``chunk_reader``
+    replaces ``ReadChunkFn`` as the reader of each range (the first phase of
+    ``mmcurate run`` stages each range as it reads it: ``stages/range_staging.py``).
     """
 
-    def __init__(self, patterns: Sequence[str], config: ReadConfig = ReadConfig(), label: Optional[str] = None):
+    def __init__(
+        self,
+        patterns: Sequence[str],
+        config: ReadConfig = ReadConfig(),
+        label: Optional[str] = None,
+        chunk_reader: Optional[ReadChunkFn] = None,
+    ):
         super().__init__(label)
+        self._chunk_reader = chunk_reader
         if isinstance(patterns, str):
             patterns = [patterns]
         self._patterns = [str(p) for p in patterns]
@@ -314,7 +323,8 @@ class ReadWarc(beam.PTransform):
                 | "FindChunks" >> beam.ParDo(FindChunksFn(config))
                 | "SpreadChunks" >> beam.Reshuffle()
             )
-            outputs = chunks | "ReadChunks" >> beam.ParDo(ReadChunkFn(config)).with_outputs(*tags, main=PAGES)
+            reader = self._chunk_reader or ReadChunkFn(config)
+            outputs = chunks | "ReadChunks" >> beam.ParDo(reader).with_outputs(*tags, main=PAGES)
         else:
             outputs = files | "ReadRecords" >> beam.ParDo(ReadWarcFileFn(config)).with_outputs(*tags, main=PAGES)
         return ReadResult(outputs[PAGES], outputs[IMAGES], outputs[REJECTED], outputs[ERRORS])

@@ -3,7 +3,9 @@ tags, the Beam counters, decision rows, and the DoFn that applies filters in cos
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import threading
 import time
 from typing import Callable, Iterable, NamedTuple, Sequence
 
@@ -83,6 +85,23 @@ def rejection_decision(
     )
 
 
+_TALLY = threading.local()
+
+
+@contextlib.contextmanager
+def tallied(tally: dict[tuple[str, str], int]):
+    """While active, every ``StageCounters`` increment on this thread is also added to
+    ``tally`` ((stage, name) -> value): the counters of the work done inside, as Beam
+    counts them (Beam's own counters are per thread too). The first phase of a run
+    records each input range's counters this way (``stages/range_staging.py``)."""
+    outer = getattr(_TALLY, "current", None)
+    _TALLY.current = tally
+    try:
+        yield tally
+    finally:
+        _TALLY.current = outer
+
+
 class StageCounters:
     """Beam counters of one stage, created lazily per name (cheap after the first)."""
 
@@ -95,6 +114,10 @@ class StageCounters:
         if counter is None:
             counter = self._counters[name] = Metrics.counter(self.stage, name)
         counter.inc(n)
+        tally = getattr(_TALLY, "current", None)
+        if tally is not None:
+            key = (self.stage, name)
+            tally[key] = tally.get(key, 0) + n
 
     def kept(self) -> None:
         self.inc(COUNTER_KEPT)

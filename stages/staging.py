@@ -1,5 +1,5 @@
-"""Staging shards: records written once between the phases of a run, and read back
-in row-group units.
+"""Staging shards in Beam: records written once between the phases of a run, and
+read back in row-group units.
 
 A run is cut into phases at its corpus-wide stages (``pipeline.build``): the
 documents a phase keeps are written here, and the next phase reads them back,
@@ -8,66 +8,38 @@ links) for its shuffles, once to apply the verdicts of those shuffles. Full
 documents therefore never cross a shuffle, and no runner holds them in memory
 (Beam's DirectRunner keeps every shuffled collection in memory).
 
-A staging table is Parquet (Beam's Parquet sink: temporary files renamed at
-finalisation, so a half-written shard never carries a final name) with two columns:
-``key`` (the record's key, for looking at a shard by hand) and ``record`` (the
-pickled record, zstd-compressed in the file). Row groups hold at most
-``ROWS_PER_UNIT`` records; a *unit* (``"<row group>:<path>"``) is one row group,
-the grain at which staged records are spread over workers and at which verdicts
-are joined back: each unit's verdicts are grouped by unit, so a worker holds the
-verdicts of one unit, never of the corpus.
+The files, their layout, units and keys are the Beam-free
+``engines/staging_files.py``; this module holds the transforms: Beam's Parquet
+sink writes a table (temporary files renamed at finalisation, so a half-written
+shard never carries a final name), ``ReadStaged`` spreads a table's units over
+workers, and ``VerdictsByUnit`` groups a shuffle's verdicts by unit, so a worker
+holds the verdicts of one unit, never of the corpus. The first phase of a run
+writes its tables per input range instead (``stages/range_staging.py``).
 """
 
 from __future__ import annotations
 
-import pickle
-import posixpath
-from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
+from typing import Any, Callable, Iterator, NamedTuple, Sequence
 
 import apache_beam as beam
-import pyarrow as pa
-import pyarrow.parquet as pq
-from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from mmcurate.schemas import Document
-
-STAGED_SCHEMA = pa.schema([("key", pa.string()), ("record", pa.binary())])
-ROWS_PER_UNIT = 256
-_ROW_GROUP_BYTES = 8 * 1024 * 1024
-_KEY_SEP = "\x00"
-
-
-def record_key(doc: Document) -> str:
-    """A key unique to one record of the input: the doc_id with the record's file and
-    offset, so the same WARC read under two names gives two keys (and one survivor
-    in dedup), never one key shared by two documents."""
-    prov = doc.provenance
-    return f"{doc.doc_id}|{prov.offset}|{prov.warc_file}"
-
-
-def unit_key(unit: str, key: str) -> str:
-    """The join key of a staged record: its unit, then its own key."""
-    return f"{unit}{_KEY_SEP}{key}"
-
-
-def split_unit_key(joined: str) -> tuple[str, str]:
-    unit, key = joined.split(_KEY_SEP, 1)
-    return unit, key
-
-
-def _join(*parts: str) -> str:
-    return FileSystems.join(*parts) if "://" in parts[0] else posixpath.join(*parts)
+from mmcurate.stages.engines import staging_files as files
+from mmcurate.stages.engines.staging_files import ROW_GROUP_BYTES, ROWS_PER_UNIT, STAGED_SCHEMA, to_row
 
 
 def staged_files(directory: str) -> list[str]:
-    """The finished shards of a staging table (sorted)."""
-    matched = FileSystems.match([_join(directory, "*.parquet")])[0].metadata_list
-    return sorted(m.path for m in matched)
+    """The finished files of a staging table (sorted)."""
+    return files.staged_files(FileSystems, directory)
 
 
-def _to_row(record: Any, key: Callable[[Any], str]) -> dict:
-    return {"key": key(record), "record": pickle.dumps(record, protocol=pickle.HIGHEST_PROTOCOL)}
+def list_units(path: str) -> Iterator[str]:
+    return files.list_units(FileSystems, path)
+
+
+def read_unit(unit: str) -> Iterator[Any]:
+    """The records of one unit (``"<row group>:<path>"``), in the order they were written."""
+    return files.read_unit(FileSystems, unit)
 
 
 class WriteStaged(beam.PTransform):
@@ -82,39 +54,17 @@ class WriteStaged(beam.PTransform):
     def expand(self, records: beam.PCollection) -> beam.PCollection:
         return (
             records
-            | "ToRows" >> beam.Map(_to_row, self._key)
+            | "ToRows" >> beam.Map(to_row, self._key)
             | "WriteShards"
             >> beam.io.WriteToParquet(
-                _join(self._directory, "part"),
+                FileSystems.join(self._directory, "part"),
                 schema=STAGED_SCHEMA,
                 codec="zstd",
                 record_batch_size=ROWS_PER_UNIT,
-                row_group_buffer_size=_ROW_GROUP_BYTES,
+                row_group_buffer_size=ROW_GROUP_BYTES,
                 file_name_suffix=".parquet",
             )
         )
-
-
-def _open(path: str):
-    return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
-
-
-def list_units(path: str) -> Iterator[str]:
-    """One unit per row group of a staged shard."""
-    with _open(path) as fh:
-        groups = pq.ParquetFile(fh).metadata.num_row_groups
-    for group in range(groups):
-        yield f"{group}:{path}"
-
-
-def read_unit(unit: str) -> Iterator[Any]:
-    """The records of one unit, in the order they were written."""
-    group, path = unit.split(":", 1)
-    with _open(path) as fh:
-        column = pq.ParquetFile(fh).read_row_group(int(group), columns=["record"]).column("record")
-    for chunk in column.chunks:
-        for i in range(len(chunk)):
-            yield pickle.loads(chunk[i].as_buffer())
 
 
 class StagedRecords(NamedTuple):
@@ -130,7 +80,7 @@ def _keyed(unit: str) -> Iterator[tuple[str, Any]]:
 
 
 class ReadStaged(beam.PTransform):
-    """Staged shards (paths known when the pipeline is built) -> ``StagedRecords``.
+    """Staged files (paths known when the pipeline is built) -> ``StagedRecords``.
     The units are spread over workers by a shuffle of their names, never of records."""
 
     def __init__(self, paths: Sequence[str], label: str | None = None):
@@ -148,7 +98,7 @@ class ReadStaged(beam.PTransform):
 
 
 def read_all(paths: Sequence[str], pbegin, label: str) -> beam.PCollection:
-    """The records of staged shards, unkeyed (a streaming read, spread by unit)."""
+    """The records of staged files, unkeyed (a streaming read, spread by unit)."""
     staged = pbegin | label >> ReadStaged(paths)
     return staged.records | f"{label}Values" >> beam.Values()
 
@@ -163,10 +113,3 @@ class VerdictsByUnit(beam.PTransform):
             "unit": units | "UnitKeys" >> beam.Map(lambda u: (u, None)),
             "verdicts": verdicts,
         } | "JoinByUnit" >> beam.CoGroupByKey()
-
-
-def by_key(verdicts: Iterable[tuple[str, Any]]) -> dict[str, list]:
-    grouped: dict[str, list] = {}
-    for key, verdict in verdicts:
-        grouped.setdefault(key, []).append(verdict)
-    return grouped

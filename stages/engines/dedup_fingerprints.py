@@ -41,7 +41,7 @@ class Fingerprint(NamedTuple):
     """What the dedup shuffles carry for one document."""
 
     doc_id: str
-    key: str  # the join key of its notes: unique per record (staging.record_key)
+    key: str  # the join key of its notes: unique per record (staging_files.record_key)
     node: str  # <content rank>|doc_id NUL key: sorts in survivor order
     url_node: str  # <latest-first rank>|doc_id NUL key
     url_key: str  # normalised URL, "" when there is none

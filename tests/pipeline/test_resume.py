@@ -18,9 +18,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+
 from mmcurate.filters import reasons
 from mmcurate.pipeline import publication as out
+from mmcurate.pipeline.build import build_phase, plan_phases
 from mmcurate.pipeline.cli import main
+from mmcurate.pipeline.config import load_config
+from mmcurate.pipeline.run import query_counters
+from mmcurate.stages.engines import staging_files
 from mmcurate.schemas.tables import TABLES
 from shared_runs import SMALL_STAGES
 
@@ -29,7 +36,7 @@ DEMO = FIXTURES / "demo.warc.gz"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from test_run_scale import outcome  # noqa: E402
-from warcbuild import repeat_pages  # noqa: E402
+from warcbuild import WarcBuilder, html_responses, repeat_pages  # noqa: E402
 
 
 def cli(*args) -> list[str]:
@@ -89,6 +96,99 @@ def test_a_run_killed_after_its_first_phase_resumes_there_and_gives_the_same_out
     assert manifest["totals"] == want["totals"]
     # Every figure of the read stage but its processing time, which no two runs share.
     assert untimed(manifest["stages"]["read"]) == untimed(want["stages"]["read"])
+    assert not (output / ".staging").exists()
+
+
+# -- resuming inside the first phase, by input range ------------------------------------
+
+RANGE_FILES = 5
+
+
+def finished_ranges(output: Path) -> list[Path]:
+    return sorted(output.glob(".staging/*/0-read/ranges/*.json"))
+
+
+@pytest.fixture(scope="module")
+def split_input(tmp_path_factory) -> Path:
+    """The demo pages dealt over small WARCs: each file is one input range."""
+    directory = tmp_path_factory.mktemp("split")
+    pages = html_responses(DEMO) * 2
+    for part in range(RANGE_FILES):
+        with WarcBuilder.open(directory / f"part{part}.warc.gz") as warc:
+            for i, (url, payload, content_type, status) in enumerate(pages[part::RANGE_FILES]):
+                warc.response(f"{url}#p{part}-{i}", payload, content_type, status=status)
+    return directory
+
+
+def _first_phase(inputs: str, root: Path, done: frozenset) -> dict:
+    """Runs the first phase of a default run alone; its counters."""
+    config = load_config()
+    phases = plan_phases(config)
+    pipeline = beam.Pipeline(options=beam.options.pipeline_options.PipelineOptions(["--runner=DirectRunner"]))
+    build_phase(pipeline, phases, phases[0], str(root), [inputs], config, done_ranges=done)
+    result = pipeline.run()
+    result.wait_until_finish()
+    return query_counters(result)
+
+
+def test_each_range_of_the_first_phase_is_staged_with_the_counters_beam_counted(tmp_path):
+    """The counters a range's marker records are Beam's own for that range, and a
+    range named as done is not read again."""
+    for part in range(2):
+        with WarcBuilder.open(tmp_path / f"part{part}.warc.gz") as warc:
+            for url, payload, content_type, status in html_responses(DEMO)[part * 3 : part * 3 + 3]:
+                warc.response(url, payload, content_type, status=status)
+    inputs = str(tmp_path / "part*.warc.gz")
+    counters = _first_phase(inputs, tmp_path / "run", frozenset())
+    phase = str(tmp_path / "run" / "0-read")
+    markers = staging_files.finished_ranges(FileSystems, phase)
+    assert len(markers) == 2 and counters.pop(("staging", "ranges_read")) == 2
+    untimed = {k: v for k, v in counters.items() if k[1] != "micros" and k != ("read", "files")}
+    tallied = {k: v for k, v in staging_files.summed_counters(markers.values()).items() if k[1] != "micros"}
+    assert tallied == untimed and tallied[("read", "pages")] == 6
+    assert sum(m["pages"] for m in markers.values()) == 6
+    # Every page is a staged document or decision row in its range's files; Beam's sink got nothing.
+    staged = [r for t in ("docs", "decisions") for f in staging_files.staged_files(FileSystems, f"{phase}/{t}")
+              for u in staging_files.list_units(FileSystems, f) for r in staging_files.read_unit(FileSystems, u)]
+    assert len(staged) == 6 and all(r.provenance.warc_file.startswith(str(tmp_path)) for r in staged)
+    assert not [f for f in staging_files.staged_files(FileSystems, f"{phase}/docs") if "/part-" in f
+                and pq.ParquetFile(f).metadata.num_rows]
+
+    first, second = sorted(markers, key=lambda rid: markers[rid]["range"][0])
+    again = _first_phase(inputs, tmp_path / "again", frozenset([first]))
+    assert again[("staging", "ranges_read")] == 1
+    assert list(staging_files.finished_ranges(FileSystems, str(tmp_path / "again" / "0-read"))) == [second]
+    assert again[("read", "pages")] == markers[second]["pages"]
+
+
+@pytest.mark.slow
+def test_a_run_killed_inside_its_first_phase_reads_only_the_ranges_it_had_not_finished(split_input, tmp_path):
+    inputs = str(split_input / "part*.warc.gz")
+    whole = tmp_path / "whole"
+    assert main(["run", inputs, "-o", str(whole), "--runner-preset", "direct", "--quiet"]) == 0
+    want_kept, want_rows, want = outcome(whole)
+    assert want["phases"][0]["ranges"] == {"read": RANGE_FILES, "resumed": 0}
+
+    output = tmp_path / "out"
+    proc = subprocess.Popen(cli(inputs, "-o", output, "-q"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    wait_for(lambda: len(finished_ranges(output)) >= 1, 300, proc)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    finished = len(finished_ranges(output))
+    assert 0 < finished < RANGE_FILES, "the run was killed after all its ranges: nothing left to resume"
+    assert finished_phases(output) == [] and not (output / "manifest.json").exists()
+
+    assert main(["run", inputs, "-o", str(output), "--runner-preset", "direct", "--quiet"]) == 0
+    kept, rows, manifest = outcome(output)
+    # Read this time: only the ranges without a marker; the others came from staging.
+    assert manifest["phases"][0]["ranges"] == {"read": RANGE_FILES - finished, "resumed": finished}
+    assert [p["resumed"] for p in manifest["phases"]] == [False, False]
+    assert kept == want_kept and len(kept) > 0 and rows == want_rows
+    assert manifest["totals"] == want["totals"]
+    # The restored counters of the finished ranges: every stage's figures but processing time.
+    assert {k: untimed(v) for k, v in manifest["stages"].items()} == {k: untimed(v) for k, v in want["stages"].items()}
+    assert manifest["records"] == want["records"] and manifest["counter_mismatches"] == []
     assert not (output / ".staging").exists()
 
 

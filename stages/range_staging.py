@@ -1,0 +1,159 @@
+"""The first phase's staging, written per input range, so a killed run resumes from
+the ranges it finished (``pipeline/run.py``).
+
+``ReadWarc`` cuts each WARC into ranges of whole records (``stages/read.py``) and
+reads each with ``ReadChunkFn``. In the first phase of ``mmcurate run``,
+``ReadStagedRangeFn`` reads them instead: it skips the ranges an earlier run
+finished (their markers, listed when the pipeline is built), and around each range
+it reads opens a ``RangeFiles`` (``engines/staging_files.py``) that the stagers
+downstream (``StageRecordsFn``, one on each output the phase stages) write into.
+Steps between a ParDo and the next one without a shuffle between them are fused
+by every Beam runner that runs Python in its SDK harness (Direct, Portable, Flink,
+Dataflow): the records a range's pages become are staged by the same thread,
+while the range is being read. When reading ends, the range's files are renamed
+into place and its marker is written, with the range's counters (every
+``StageCounters`` increment made while it was read: ``results.tallied``).
+
+The marker is written only when the range is provably whole: every page the range
+read ended as a staged document or page decision row *of that range* (by
+provenance), every captured image it read was staged, and nothing of another range
+was staged meanwhile. A record that reaches a stager outside its range's reading
+(a runner that does not fuse these steps, such as the Dask runner, or a stage that
+holds records back) is staged by Beam's Parquet sink instead (``loose``), and its
+range gets no marker: it is read again by a rerun, and nothing is lost or counted
+twice.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from typing import Any, Callable, Iterator, Mapping, Optional
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.metrics import Metrics
+
+from mmcurate.schemas import SUBJECT_PAGE, Decision
+from mmcurate.stages.config import ReadConfig
+from mmcurate.stages.engines.staging_files import RangeFiles, range_id, to_row
+from mmcurate.stages.read import IMAGES, ReadChunkFn
+from mmcurate.stages.results import ERRORS, REJECTED, tallied
+
+# Tables and what a page ends as in them.
+DOCS = "docs"
+DECISIONS = "decisions"
+CAPTURED = "captured"
+
+# Counter of the ranges read by this run (namespace "staging"); pipeline/run.py takes
+# it out of the funnel's counters and reports it per phase.
+NAMESPACE = "staging"
+RANGES_READ = "ranges_read"
+
+_CURRENT = threading.local()
+
+
+class _Reading:
+    """The range being read on this thread, and what its pages became so far."""
+
+    def __init__(self, files: RangeFiles, needs_captured: bool):
+        self.files = files
+        self.needs_captured = needs_captured
+        self.pages_read = 0
+        self.captured_read = 0
+        self.pages_staged = 0
+        self.foreign = False
+
+    def complete(self) -> bool:
+        captured = self.captured_read if self.needs_captured else 0
+        return (
+            not self.foreign
+            and self.pages_staged == self.pages_read
+            and self.files.rows(CAPTURED) == captured
+        )
+
+
+class ReadStagedRangeFn(ReadChunkFn):
+    """``ReadChunkFn`` that stages each range it reads under ``phase_dir``
+    (``tables``: table -> directory) and skips the ranges in ``done``."""
+
+    def __init__(
+        self,
+        config: ReadConfig,
+        phase_dir: str,
+        tables: Mapping[str, str],
+        done: frozenset[str],
+        needs_captured: bool,
+    ):
+        super().__init__(config)
+        self._phase_dir = phase_dir
+        self._tables = dict(tables)
+        self._done = frozenset(done)
+        self._needs_captured = needs_captured
+        self._ranges_read = None
+
+    def setup(self) -> None:
+        super().setup()
+        self._ranges_read = Metrics.counter(NAMESPACE, RANGES_READ)
+
+    def process(self, chunk: tuple[str, int, int]) -> Iterator:
+        chunk = (chunk[0], int(chunk[1]), int(chunk[2]))
+        # A range staged by an earlier run is skipped: its marker holds its files and counters.
+        if range_id(*chunk) not in self._done:
+            yield from self._read_staged(chunk)
+
+    def _read_staged(self, chunk: tuple[str, int, int]) -> Iterator:
+        reading = _Reading(RangeFiles(FileSystems, self._phase_dir, self._tables, chunk), self._needs_captured)
+        tally: dict[tuple[str, str], int] = {}
+        outer = getattr(_CURRENT, "reading", None)
+        _CURRENT.reading = reading
+        try:
+            with tallied(tally):
+                for output in super().process(chunk):
+                    tag = getattr(output, "tag", None)
+                    if tag == IMAGES:
+                        reading.captured_read += 1
+                    elif tag in (None, REJECTED, ERRORS):
+                        reading.pages_read += 1
+                    yield output
+        except BaseException:
+            reading.files.abandon()
+            raise
+        finally:
+            _CURRENT.reading = outer
+        reading.files.finish(reading.complete(), tally, {"pages": reading.pages_read, "captured": reading.captured_read})
+        self._ranges_read.inc()
+
+
+def _provenance(record: Any):
+    return record.provenance
+
+
+class StageRecordsFn(beam.DoFn):
+    """Stages each record into the files of the range being read, when it belongs to
+    it; any other record goes on (the ``loose`` output, for Beam's sink).
+    ``prepare`` turns a record into what is staged (decision rows drop the rejected
+    document they carry unless recycling needs it); ``key`` is its staged key."""
+
+    def __init__(self, table: str, key: Callable[[Any], str], prepare: Optional[Callable[[Any], Any]] = None):
+        self._table = table
+        self._key = key
+        self._prepare = prepare
+
+    def process(self, record: Any) -> Iterator:
+        if self._prepare is not None:
+            record = self._prepare(record)
+        reading: Optional[_Reading] = getattr(_CURRENT, "reading", None)
+        prov = _provenance(record)
+        if reading is not None and reading.files.owns(prov.warc_file, prov.offset):
+            reading.files.add(self._table, to_row(record, self._key))
+            if self._table == DOCS or (self._table == DECISIONS and record.subject == SUBJECT_PAGE):
+                reading.pages_staged += 1
+        else:
+            if reading is not None:
+                reading.foreign = True
+            yield record
+
+
+def without_document(decision: Decision) -> Decision:
+    return decision if decision.document is None else dataclasses.replace(decision, document=None)
