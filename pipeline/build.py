@@ -9,7 +9,8 @@ phase before, runs its corpus-wide stage staged (only compact records cross a
 shuffle; the verdicts are applied as each unit of documents is read again), then
 its per-document stages. The last phase also gathers every phase's decision rows
 and writes the output tables. Each phase is its own Beam pipeline, so a finished
-phase is a point a rerun resumes from (``pipeline.run``).
+phase is a point a rerun resumes from (``pipeline.phases``; inside the first phase,
+each finished input range is one too: ``stages.range_staging``).
 """
 
 from __future__ import annotations

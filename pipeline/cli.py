@@ -114,8 +114,8 @@ def _run_parser() -> argparse.ArgumentParser:
         "--resume",
         action=argparse.BooleanOptionalAction,
         default=True,
-        help="continue from the phases a killed or interrupted run of the same config on the same inputs "
-        "finished (default); --no-resume starts over",
+        help="continue from the phases, and the input ranges of the first phase, that a killed or "
+        "interrupted run of the same config on the same inputs finished (default); --no-resume starts over",
     )
     parser.add_argument(
         "--quiet", "-q", action="store_true", help="print only the funnel table (no live progress on stderr)"

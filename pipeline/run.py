@@ -4,8 +4,6 @@ and writes the manifest."""
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import logging
 import os
 import time
@@ -13,31 +11,18 @@ from collections import defaultdict
 from datetime import datetime, timezone
 from typing import Any, Mapping, Optional, Sequence
 
-import apache_beam as beam
 import pyarrow.compute as pc
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
-from apache_beam.runners.runner import PipelineState
 
 from mmcurate.pipeline import beam_files
 from mmcurate.pipeline import publication as out
-from mmcurate.pipeline.build import (
-    STAGED_CAPTURED,
-    STAGED_DECISIONS,
-    STAGED_DOCS,
-    TABLES_DIR,
-    Phase,
-    build_phase,
-    phase_dir,
-    plan_phases,
-)
+from mmcurate.pipeline.build import TABLES_DIR, phase_dir, plan_phases
 from mmcurate.pipeline.config import Config
 from mmcurate.pipeline.manifest import build_manifest
+from mmcurate.pipeline.phases import COMPLETE, STATE, RunError, input_files, kept_ranges, run_key, run_phases
 from mmcurate.pipeline.progress import ProgressMonitor
 from mmcurate.schemas import KIND_REJECTED, SUBJECT_PAGE
-from mmcurate.stages.engines import staging_files
-from mmcurate.stages.range_staging import NAMESPACE as RANGES_NAMESPACE
-from mmcurate.stages.range_staging import RANGES_READ
 from mmcurate.stages.results import COUNTER_KEPT
 from mmcurate.stages.read_index import ReadWarcIndex, check_index, index_batches
 
@@ -46,10 +31,6 @@ log = logging.getLogger(__name__)
 
 class InputError(ValueError):
     """An input path or pattern that matches nothing, or cannot be listed."""
-
-
-class RunError(RuntimeError):
-    """The pipeline did not finish, or its output does not add up."""
 
 
 def _absolute(path: str) -> str:
@@ -87,23 +68,6 @@ def remove_stale_report(output: str) -> None:
     if beam_files.exists(stale):
         beam_files.remove(stale)
         log.info("removed %s: it described the previous run (mmcurate report %s writes a new one)", stale, output)
-
-
-def query_counters(result: Any) -> Optional[dict[tuple[str, str], int]]:
-    """Every user counter of the run, summed over steps: {(namespace, name): value};
-    None when the runner reports no metrics (Beam's DaskRunner raises
-    NotImplementedError for ``metrics()``)."""
-    try:
-        queried = result.metrics().query()["counters"]
-    except NotImplementedError:
-        return None
-    totals: dict[tuple[str, str], int] = defaultdict(int)
-    for counter in queried:
-        value = counter.committed if counter.committed is not None else counter.attempted
-        totals[(counter.key.metric.namespace, counter.key.metric.name)] += int(value or 0)
-    if not totals:
-        return None  # every run counts read.files or read.ranges: no counters means no metrics
-    return dict(totals)
 
 
 def counters_from_rows(config: Config, written: Mapping[str, Any]) -> dict[tuple[str, str], int]:
@@ -147,120 +111,8 @@ def resolve_index(patterns: Sequence[str]) -> tuple[list[str], int, int]:
     return resolved, files, ranged
 
 
-def _run(pipeline: beam.Pipeline) -> tuple[Any, Any]:
-    """Runs ``pipeline`` to the end: (result, final state)."""
-    result = pipeline.run()
-    return result, result.wait_until_finish()
-
-
 class Interrupted(RunError):
     """The run was stopped (Ctrl-C); the message says whether it can resume."""
-
-
-COMPLETE = "_COMPLETE.json"
-STATE = "run.json"
-
-
-def run_key(config: Config, files: Sequence[tuple[str, int, float]], index: Optional[str], warc_prefix: str) -> str:
-    """What a rerun must match to resume: the config and every input file (path,
-    size, modification time), or the index and prefix."""
-    material = json.dumps(
-        {"config": config.digest(), "files": sorted(files), "index": index or "", "warc_prefix": warc_prefix},
-        sort_keys=True,
-    )
-    return hashlib.sha256(material.encode("utf-8")).hexdigest()[:16]
-
-
-def _input_files(patterns: Sequence[str]) -> list[tuple[str, int, float]]:
-    files = []
-    for pattern in patterns:
-        for m in FileSystems.match([pattern])[0].metadata_list:
-            if not m.path.endswith("/"):
-                files.append((m.path, int(m.size_in_bytes), float(m.last_updated_in_seconds or 0)))
-    return sorted(set(files))
-
-
-def _merge(totals: dict[tuple[str, str], int], counters: Optional[dict[tuple[str, str], int]]) -> None:
-    for key, value in (counters or {}).items():
-        totals[key] = totals.get(key, 0) + value
-
-
-def _run_phases(
-    phases: Sequence[Phase],
-    root: str,
-    options: PipelineOptions,
-    patterns: Sequence[str],
-    config: Config,
-    reader: Optional[beam.PTransform],
-) -> tuple[Optional[dict[tuple[str, str], int]], list[dict[str, Any]]]:
-    """Runs every phase not finished yet (one Beam pipeline each); returns the
-    counters of all phases (None if a runner reported none) and what each phase did."""
-    totals: dict[tuple[str, str], int] = {}
-    metrics = True
-    report = []
-    for phase in phases:
-        here = phase_dir(root, phase)
-        done = beam_files.read_json(beam_files.join(here, COMPLETE))
-        resumed = done is not None
-        if resumed:
-            log.info("phase %s: finished by an earlier run, resumed after it", phase.dirname)
-        else:
-            finished = _resumable_ranges(here) if phase.index == 0 else {}
-            clock = time.perf_counter()
-            pipeline = beam.Pipeline(options=options)
-            build_phase(pipeline, phases, phase, root, patterns, config, reader=reader, done_ranges=frozenset(finished))
-            result, state = _run(pipeline)
-            if state not in (PipelineState.DONE, None):
-                raise RunError(f"phase {phase.dirname} ended in state {state}; nothing was published (staging kept at {root})")
-            counters = query_counters(result)
-            if counters is None and phase.index > 0 and metrics:
-                counters = {}  # the runner reports metrics: this phase saw nothing to count
-            ranges_read = None if counters is None else counters.pop((RANGES_NAMESPACE, RANGES_READ), 0)
-            if counters is not None:
-                # The ranges an earlier run finished count as they counted then.
-                _merge(counters, staging_files.summed_counters(finished.values()))
-            done = {
-                "counters": None if counters is None else [[ns, name, value] for (ns, name), value in sorted(counters.items())],
-                "seconds": round(time.perf_counter() - clock, 3),
-            }
-            if phase.index == 0:
-                done["ranges"] = {"read": ranges_read, "resumed": len(finished)}
-            beam_files.write_json(beam_files.join(here, COMPLETE), done)
-        if done["counters"] is None:
-            metrics = False
-        else:
-            _merge(totals, {(ns, name): value for ns, name, value in done["counters"]})
-        entry = {"phase": phase.dirname, "stages": list(phase.stages), "seconds": done["seconds"], "resumed": resumed}
-        if "ranges" in done:
-            entry["ranges"] = done["ranges"]
-        report.append(entry)
-    return (totals if metrics else None), report
-
-
-STAGED_TABLES = (STAGED_DOCS, STAGED_DECISIONS, STAGED_CAPTURED)
-
-
-def _resumable_ranges(here: str) -> dict[str, dict]:
-    """The input ranges of a first phase that an earlier, killed run finished (their
-    markers: ``stages/range_staging.py``); everything else that run left of the phase
-    is removed, to be read again."""
-    if not beam_files.exists(here):
-        return {}
-    finished = staging_files.finished_ranges(FileSystems, here)
-    stale = staging_files.stale_files(FileSystems, here, STAGED_TABLES, finished)
-    for path in stale:
-        beam_files.remove(path)
-    for name in ("blobs", TABLES_DIR):
-        beam_files.remove(beam_files.join(here, name))
-    if finished:
-        log.info("phase %s: %d input range(s) finished by an earlier run are kept", here, len(finished))
-    else:
-        beam_files.remove(here)
-    return finished
-
-
-def _kept_ranges(root: str, phases: Sequence[Phase]) -> int:
-    return len(staging_files.finished_ranges(FileSystems, phase_dir(root, phases[0])))
 
 
 def run_curation(
@@ -306,7 +158,7 @@ def run_curation(
     runner = standard.runner if isinstance(standard.runner, str) else type(standard.runner).__name__
 
     with out.lock_output(output):
-        key = run_key(config, _input_files(patterns), index, warc_prefix)
+        key = run_key(config, input_files(patterns), index, warc_prefix)
         out.clear_staging(output, keep=key if resume else None)
         root = out.staging_dir(output, key)
         state = beam_files.read_json(beam_files.join(root, STATE))
@@ -331,7 +183,7 @@ def run_curation(
         try:
             # The monitor must be listening before the workers start: DirectRunner's run() blocks.
             with ProgressMonitor(n_bytes, run_id) if progress else contextlib.nullcontext():
-                counters, report = _run_phases(phases, root, options, patterns, config, reader)
+                counters, report = run_phases(phases, root, options, patterns, config, reader)
         except (KeyboardInterrupt, Exception) as exc:
             # Beam re-raises a KeyboardInterrupt that reaches a DoFn as RuntimeError("KeyboardInterrupt
             # [while running ...]"): that is Ctrl-C too. Any other failure goes on up.
@@ -343,7 +195,7 @@ def run_curation(
                     f"interrupted; phase(s) {', '.join(finished)} of {len(phases)} are kept in {root}:"
                     " run the same command again to resume"
                 ) from None
-            ranges = _kept_ranges(root, phases)
+            ranges = kept_ranges(root, phases)
             if ranges:
                 raise Interrupted(
                     f"interrupted; {ranges} input range(s) of phase {phases[0].dirname} are kept in {root}:"

@@ -1,5 +1,5 @@
 """The first phase's staging, written per input range, so a killed run resumes from
-the ranges it finished (``pipeline/run.py``).
+the ranges it finished (``pipeline/phases.py``).
 
 ``ReadWarc`` cuts each WARC into ranges of whole records (``stages/read.py``) and
 reads each with ``ReadChunkFn``. In the first phase of ``mmcurate run``,
@@ -45,7 +45,7 @@ DOCS = "docs"
 DECISIONS = "decisions"
 CAPTURED = "captured"
 
-# Counter of the ranges read by this run (namespace "staging"); pipeline/run.py takes
+# Counter of the ranges read by this run (namespace "staging"); pipeline/phases.py takes
 # it out of the funnel's counters and reports it per phase.
 NAMESPACE = "staging"
 RANGES_READ = "ranges_read"

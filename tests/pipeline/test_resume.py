@@ -26,7 +26,7 @@ from mmcurate.pipeline import publication as out
 from mmcurate.pipeline.build import build_phase, plan_phases
 from mmcurate.pipeline.cli import main
 from mmcurate.pipeline.config import load_config
-from mmcurate.pipeline.run import query_counters
+from mmcurate.pipeline.phases import query_counters
 from mmcurate.stages.engines import staging_files
 from mmcurate.schemas.tables import TABLES
 from shared_runs import SMALL_STAGES

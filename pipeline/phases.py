@@ -1,0 +1,173 @@
+"""A run's phases, one Beam pipeline each, and what a rerun resumes from.
+
+Each finished phase is recorded in staging (``_COMPLETE.json``, with its counters),
+so a rerun of the same config on the same input files skips it. Inside the first
+phase, each input range that was read whole is recorded too (its marker, with its
+counters: ``stages/range_staging.py``), so a rerun reads only the other ranges and
+adds the finished ones' counters to its own: the manifest's funnel is the same as
+an uninterrupted run's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from collections import defaultdict
+from typing import Any, Optional, Sequence
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.runners.runner import PipelineState
+
+from mmcurate.pipeline import beam_files
+from mmcurate.pipeline.build import (
+    STAGED_CAPTURED,
+    STAGED_DECISIONS,
+    STAGED_DOCS,
+    TABLES_DIR,
+    Phase,
+    build_phase,
+    phase_dir,
+)
+from mmcurate.pipeline.config import Config
+from mmcurate.stages.engines import staging_files
+from mmcurate.stages.range_staging import NAMESPACE as RANGES_NAMESPACE
+from mmcurate.stages.range_staging import RANGES_READ
+
+log = logging.getLogger(__name__)
+
+
+class RunError(RuntimeError):
+    """The pipeline did not finish, or its output does not add up."""
+
+
+def query_counters(result: Any) -> Optional[dict[tuple[str, str], int]]:
+    """Every user counter of the run, summed over steps: {(namespace, name): value};
+    None when the runner reports no metrics (Beam's DaskRunner raises
+    NotImplementedError for ``metrics()``)."""
+    try:
+        queried = result.metrics().query()["counters"]
+    except NotImplementedError:
+        return None
+    totals: dict[tuple[str, str], int] = defaultdict(int)
+    for counter in queried:
+        value = counter.committed if counter.committed is not None else counter.attempted
+        totals[(counter.key.metric.namespace, counter.key.metric.name)] += int(value or 0)
+    if not totals:
+        return None  # every run counts read.files or read.ranges: no counters means no metrics
+    return dict(totals)
+
+
+def _run(pipeline: beam.Pipeline) -> tuple[Any, Any]:
+    """Runs ``pipeline`` to the end: (result, final state)."""
+    result = pipeline.run()
+    return result, result.wait_until_finish()
+
+
+COMPLETE = "_COMPLETE.json"
+STATE = "run.json"
+
+
+def run_key(config: Config, files: Sequence[tuple[str, int, float]], index: Optional[str], warc_prefix: str) -> str:
+    """What a rerun must match to resume: the config and every input file (path,
+    size, modification time), or the index and prefix."""
+    material = json.dumps(
+        {"config": config.digest(), "files": sorted(files), "index": index or "", "warc_prefix": warc_prefix},
+        sort_keys=True,
+    )
+    return hashlib.sha256(material.encode("utf-8")).hexdigest()[:16]
+
+
+def input_files(patterns: Sequence[str]) -> list[tuple[str, int, float]]:
+    files = []
+    for pattern in patterns:
+        for m in FileSystems.match([pattern])[0].metadata_list:
+            if not m.path.endswith("/"):
+                files.append((m.path, int(m.size_in_bytes), float(m.last_updated_in_seconds or 0)))
+    return sorted(set(files))
+
+
+def _merge(totals: dict[tuple[str, str], int], counters: Optional[dict[tuple[str, str], int]]) -> None:
+    for key, value in (counters or {}).items():
+        totals[key] = totals.get(key, 0) + value
+
+
+def run_phases(
+    phases: Sequence[Phase],
+    root: str,
+    options: PipelineOptions,
+    patterns: Sequence[str],
+    config: Config,
+    reader: Optional[beam.PTransform],
+) -> tuple[Optional[dict[tuple[str, str], int]], list[dict[str, Any]]]:
+    """Runs every phase not finished yet (one Beam pipeline each); returns the
+    counters of all phases (None if a runner reported none) and what each phase did."""
+    totals: dict[tuple[str, str], int] = {}
+    metrics = True
+    report = []
+    for phase in phases:
+        here = phase_dir(root, phase)
+        done = beam_files.read_json(beam_files.join(here, COMPLETE))
+        resumed = done is not None
+        if resumed:
+            log.info("phase %s: finished by an earlier run, resumed after it", phase.dirname)
+        else:
+            finished = _resumable_ranges(here) if phase.index == 0 else {}
+            clock = time.perf_counter()
+            pipeline = beam.Pipeline(options=options)
+            build_phase(pipeline, phases, phase, root, patterns, config, reader=reader, done_ranges=frozenset(finished))
+            result, state = _run(pipeline)
+            if state not in (PipelineState.DONE, None):
+                raise RunError(f"phase {phase.dirname} ended in state {state}; nothing was published (staging kept at {root})")
+            counters = query_counters(result)
+            if counters is None and phase.index > 0 and metrics:
+                counters = {}  # the runner reports metrics: this phase saw nothing to count
+            ranges_read = None if counters is None else counters.pop((RANGES_NAMESPACE, RANGES_READ), 0)
+            if counters is not None:
+                # The ranges an earlier run finished count as they counted then.
+                _merge(counters, staging_files.summed_counters(finished.values()))
+            done = {
+                "counters": None if counters is None else [[ns, name, value] for (ns, name), value in sorted(counters.items())],
+                "seconds": round(time.perf_counter() - clock, 3),
+            }
+            if phase.index == 0:
+                done["ranges"] = {"read": ranges_read, "resumed": len(finished)}
+            beam_files.write_json(beam_files.join(here, COMPLETE), done)
+        if done["counters"] is None:
+            metrics = False
+        else:
+            _merge(totals, {(ns, name): value for ns, name, value in done["counters"]})
+        entry = {"phase": phase.dirname, "stages": list(phase.stages), "seconds": done["seconds"], "resumed": resumed}
+        if "ranges" in done:
+            entry["ranges"] = done["ranges"]
+        report.append(entry)
+    return (totals if metrics else None), report
+
+
+STAGED_TABLES = (STAGED_DOCS, STAGED_DECISIONS, STAGED_CAPTURED)
+
+
+def _resumable_ranges(here: str) -> dict[str, dict]:
+    """The input ranges of a first phase that an earlier, killed run finished (their
+    markers: ``stages/range_staging.py``); everything else that run left of the phase
+    is removed, to be read again."""
+    if not beam_files.exists(here):
+        return {}
+    finished = staging_files.finished_ranges(FileSystems, here)
+    stale = staging_files.stale_files(FileSystems, here, STAGED_TABLES, finished)
+    for path in stale:
+        beam_files.remove(path)
+    for name in ("blobs", TABLES_DIR):
+        beam_files.remove(beam_files.join(here, name))
+    if finished:
+        log.info("phase %s: %d input range(s) finished by an earlier run are kept", here, len(finished))
+    else:
+        beam_files.remove(here)
+    return finished
+
+
+def kept_ranges(root: str, phases: Sequence[Phase]) -> int:
+    return len(staging_files.finished_ranges(FileSystems, phase_dir(root, phases[0])))
