@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from mmcurate.filters import reasons
+from mmcurate.filters.language_codes import CANONICAL
 from mmcurate.filters.text import TextView
 from mmcurate.filters.verdict import Verdict, keep, reject
 from mmcurate.schemas import Document
@@ -111,12 +112,21 @@ def canonical_language(code: str) -> str:
     scheme: its macrolanguage if it has one, then ISO 639-1 where one exists, else
     ISO 639-3. ``hr``, ``hrv``, ``bs``, ``sr``, ``sh`` -> ``hbs``; ``nb``, ``nno`` ->
     ``no``; ``id``, ``zsm`` -> ``ms``; ``cmn`` -> ``zh``; ``eng`` -> ``en``. Unknown
-    codes come back lowercased."""
-    import iso639
-
+    codes come back lowercased. The identifiers' labels and ISO 639-1 codes are
+    looked up in ``language_codes.CANONICAL`` (this same mapping, worked out once)."""
     code = code.strip().lower()
     if not code:
         return ""
+    known = CANONICAL.get(code)
+    if known is not None:
+        return known
+    return iso639_canonical(code)
+
+
+def iso639_canonical(code: str) -> str:
+    """``canonical_language`` of a stripped, lower-case ``code``, by ``python-iso639``."""
+    import iso639
+
     try:
         lang = iso639.Language.match(code)
     except Exception:  # iso639.LanguageNotFoundError; lid.176's "bh", "nah", heliport's internal labels

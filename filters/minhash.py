@@ -32,8 +32,6 @@ from functools import lru_cache
 from typing import Literal, Sequence
 
 import numpy as np
-from datasketch import MinHash
-from datasketch.hashfunc import sha1_hash32
 
 # Spaced-script words and unspaced-script characters: Chinese and Japanese text is
 # shingled by character n-grams (dedup.char_ngram), not by dictionary words.
@@ -67,7 +65,12 @@ def shingles(text: str, word_ngram: int, char_ngram: int, unspaced_cutoff: float
 
 def shingle_hashes(items: Sequence[str], hash_name: ShingleHash = "sha1") -> np.ndarray:
     """uint32 hashes of the shingles, in order (``np.unique`` them for a set)."""
-    fn = sha1_hash32 if hash_name == "sha1" else zlib.crc32
+    if hash_name == "sha1":
+        # Imported here: datasketch imports scipy (half a second), which a run without
+        # near-duplicate dedup never needs.
+        from datasketch.hashfunc import sha1_hash32 as fn
+    else:
+        fn = zlib.crc32
     return np.fromiter((fn(s.encode("utf-8")) for s in items), dtype=np.uint32, count=len(items))
 
 
@@ -82,6 +85,8 @@ def _fmix32(h: np.ndarray) -> np.ndarray:
 
 @lru_cache(maxsize=8)
 def _permutations(num_perm: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    from datasketch import MinHash
+
     a, b = MinHash(num_perm=num_perm, seed=seed, scheme="affine32").permutations
     return a.astype(np.uint32), b.astype(np.uint32)
 

@@ -38,8 +38,10 @@ ENV = "MMCURATE_PROGRESS"
 _SEND_EVERY = 0.5
 # Between two records a reader emitted from one file, a gap shorter than this is
 # records it read and skipped (requests, metadata, other payloads): counted as read.
-# Well under stages.read.CHUNK_BYTES, so two ranges read apart are never joined.
-SKIPPED_GAP = 1 << 20
+# Well under stages.read.MIN_CHUNK_BYTES (the smallest range a file is cut into), so
+# two ranges read apart are never joined; over the few kB of the request and metadata
+# records between two responses of a crawl.
+SKIPPED_GAP = 32 * 1024
 
 
 class _Span:

@@ -227,11 +227,34 @@ class ReadFilesInOrderFn(ReadWarcFileFn):
 # Compressed bytes per chunk of records spread over workers (ours: enough pages per
 # chunk to amortise opening the file, small enough to spread one WARC over many cores).
 CHUNK_BYTES = 8 * 1024 * 1024
+# A file under RANGES_PER_FILE * CHUNK_BYTES (a 128 MB WARC) is cut into about
+# RANGES_PER_FILE ranges instead, none under MIN_CHUNK_BYTES (ours): with 8 MB
+# ranges a 2 MB file was one range, read by one worker while the others waited.
+# A range costs one open and seek, so many small ones cost next to nothing; and
+# MIN_CHUNK_BYTES stays well over pipeline.progress.SKIPPED_GAP, so that two
+# ranges one process read apart are never counted as one.
+RANGES_PER_FILE = 16
+MIN_CHUNK_BYTES = 128 * 1024
+
+
+def chunk_bytes(size: Optional[int]) -> int:
+    """The range size for a file of ``size`` bytes (None: unknown, ``CHUNK_BYTES``)."""
+    if size is None:
+        return CHUNK_BYTES
+    return min(CHUNK_BYTES, max(MIN_CHUNK_BYTES, size // RANGES_PER_FILE))
+
+
+def file_size(path: str) -> Optional[int]:
+    """The size of ``path`` on its Beam filesystem, or None if it cannot be listed."""
+    try:
+        return FileSystems.match([path])[0].metadata_list[0].size_in_bytes
+    except Exception:  # the reader of the file meets the same problem and reports it
+        return None
 
 
 class FindChunksFn(ReadWarcFileFn):
     """One file -> ``(path, start, end)`` byte ranges of whole records, about
-    ``CHUNK_BYTES`` each (end -1: to the end of the file), so that one large WARC is
+    ``chunk_bytes(size)`` each (end -1: to the end of the file), so that one WARC is
     read by many workers without its pages crossing a shuffle.
 
     Only WARC files are cut, at record boundaries warcio reports; an ARC file, an
@@ -241,9 +264,10 @@ class FindChunksFn(ReadWarcFileFn):
     def process(self, path: str) -> Iterator[tuple[str, int, int]]:
         self._counters.inc("files")
         start = 0
+        size = chunk_bytes(file_size(path))
         try:
             with open_archive(path) as raw:
-                for cut in chunk_boundaries(raw, CHUNK_BYTES):
+                for cut in chunk_boundaries(raw, size):
                     yield path, start, cut
                     start = cut
         except Exception:  # the reader of the last range meets it again and reports it

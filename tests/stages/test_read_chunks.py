@@ -80,3 +80,20 @@ def test_captured_images_are_pointers_whose_bytes_read_back(inputs, tmp_path):
     for url, path, offset, length in images:
         image = CapturedImage(url, "image/jpeg", b"", Provenance(path, offset=offset, length=length))
         assert captured_payload(image) == originals[url]
+
+
+def test_a_small_file_is_cut_into_several_ranges_for_the_workers(tmp_path):
+    # 8 MB ranges left a WARC of a few MB in one range, so one worker read it all.
+    assert read.chunk_bytes(None) == read.CHUNK_BYTES
+    assert read.chunk_bytes(1 << 30) == read.CHUNK_BYTES
+    assert read.chunk_bytes(32 << 20) == 2 << 20
+    assert read.chunk_bytes(1 << 20) == read.MIN_CHUNK_BYTES
+    finder = read.FindChunksFn(ReadConfig())
+    finder.setup()
+    path = FIXTURES / "demo.warc.gz"  # 469 kB
+    chunks = list(finder.process(str(path)))
+    assert len(chunks) == 4 and chunks[0][1] == 0 and chunks[-1][2] == -1
+    assert all(a[2] == b[1] for a, b in zip(chunks, chunks[1:]))
+    assert all(read.MIN_CHUNK_BYTES <= end - start < read.MIN_CHUNK_BYTES + 200_000 for _, start, end in chunks[:-1])
+    assert read.file_size(str(tmp_path / "missing.warc.gz")) is None
+    assert list(finder.process(str(tmp_path / "missing.warc.gz"))) == [(str(tmp_path / "missing.warc.gz"), 0, -1)]
