@@ -32,24 +32,27 @@ def common_ancestor(elements: list[etree._Element]) -> Optional[etree._Element]:
 
 
 def in_boilerplate(element: etree._Element, content_root: Optional[etree._Element]) -> bool:
-    """Whether ``element`` sits in nav/aside/form/header/footer below ``content_root``."""
-    ancestors = list(element.iterancestors())
-    stop = len(ancestors)
-    if content_root is not None:
-        for i, ancestor in enumerate(ancestors):
-            if ancestor is content_root:
-                stop = i
-                break
-    sectioned = any(tag_of(a) in ("article", "main") for a in ancestors)
-    for ancestor in ancestors[:stop]:
-        tag = tag_of(ancestor)
-        if tag in _BOILERPLATE_TAGS:
-            return True
-        if tag in _SECTION_BOUNDED_TAGS and not sectioned:
-            return True
-        if (ancestor.get("role") or "").lower() in _BOILERPLATE_ROLES:
-            return True
-    return False
+    """Whether ``element`` sits in nav/aside/form/header/footer below ``content_root``
+    (header and footer count only when no ancestor is an article or main). One walk
+    up the ancestors: it runs for every image of every page."""
+    sectioned = False
+    bounded = False  # a header or footer below content_root
+    below = True
+    for ancestor in element.iterancestors():
+        if ancestor is content_root:
+            below = False
+        tag = ancestor.tag
+        if tag == "article" or tag == "main":
+            sectioned = True
+        if below:
+            if tag in _BOILERPLATE_TAGS:
+                return True
+            if tag in _SECTION_BOUNDED_TAGS:
+                bounded = True
+            role = ancestor.get("role")
+            if role and role.lower() in _BOILERPLATE_ROLES:
+                return True
+    return bounded and not sectioned
 
 
 # Elements that hold text rather than contain blocks.
