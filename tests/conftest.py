@@ -16,7 +16,7 @@ Both outputs are READ ONLY: a test that writes into a run (a report, a rerun int
 the same directory) works on ``copy_run(run.output, tmp_path / "x")``. The session
 fails at teardown if a shared output was changed.
 
-Under pytest-xdist (``make test`` runs two workers), the first worker to need a run
+Under pytest-xdist (``make test`` runs three workers), the first worker to need a run
 makes it and the others wait for it and read the same output (a file lock in the
 session's base temporary directory).
 """
@@ -31,6 +31,7 @@ from typing import Callable
 
 import pytest
 
+import beam_memo
 from shared_runs import DEMO, SMALL_STAGES, FinishedRun, run_direct, snapshot
 from small_corpus import write_small_warc
 
@@ -61,6 +62,13 @@ def _once(directory: Path, make: Callable[[Path], FinishedRun]) -> FinishedRun:
             done.write_text(json.dumps(saved))
         saved = json.loads(done.read_text())
     return FinishedRun(tuple(map(Path, saved["inputs"])), Path(saved["output"]), saved["stdout"], saved["stderr"])
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _beam_memo() -> None:
+    """Beam's DoFn introspection memoized (tests/beam_memo.py), in the processes that
+    run tests (not in xdist's controller, which builds no pipeline)."""
+    beam_memo.install()
 
 
 @pytest.fixture(scope="session")

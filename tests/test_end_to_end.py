@@ -12,6 +12,7 @@ from mmcurate.filters import reasons
 from mmcurate.pipeline.cli import main
 from mmcurate.schemas import make_doc_id
 from mmcurate.schemas.tables import DECISIONS_SCHEMA, DOCUMENTS_SCHEMA
+from shared_runs import copy_run
 from warcbuild import WarcBuilder, truncate_record
 
 ARTICLES = {
@@ -170,10 +171,10 @@ def test_duckdb_sees_the_whole_funnel_in_one_query(output):
     assert by_kind == {"rejected": 4, "error": 1} and kept == 3
 
 
-def test_rerun_replaces_output_cleanly(corpus, tmp_path):
+def test_rerun_replaces_output_cleanly(corpus, output, tmp_path):
+    """A rerun (other inputs, other stages) into a copy of the module's finished run."""
     root, ids = corpus
-    out = tmp_path / "out"
-    assert run_cli([root / "a.warc.gz", "--output", out]) == 0
+    out = copy_run(output, tmp_path / "out")
     first = json.loads((out / "manifest.json").read_text())["run_id"]
     assert run_cli([root / "a.warc.gz", "--output", out, "--stages", "heuristics"]) == 0
     manifest = json.loads((out / "manifest.json").read_text())

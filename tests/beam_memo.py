@@ -1,0 +1,45 @@
+"""Beam's introspection of a DoFn's methods, computed once per function in a test
+session instead of at every use.
+
+Each ``ParDo`` Beam builds, translates or runs asks ``inspect.signature`` about every
+method of its DoFn (``userstate.get_dofn_specs`` walks ``dir(dofn)``), several times
+per pipeline: about 35,000 signatures for a one-phase run, a third of the run's CPU
+time. The answer (``core.get_function_args_defaults``: argument names and defaults)
+depends only on the function, so tests/conftest.py installs this memo, keyed by the
+function behind a bound method. Nothing else changes: the same names and defaults
+come back (fresh lists, as from Beam), every other callable goes to Beam's own code,
+and no run in a subprocess or worker process is affected.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable
+
+_Answer = tuple[list[str], list[Any]]
+
+
+def memoized(original: Callable[[Any], _Answer]) -> Callable[[Any], _Answer]:
+    memo: dict[Any, tuple[tuple[str, ...], tuple[Any, ...]]] = {}
+
+    def get_function_args_defaults(f):
+        function = getattr(f, "__func__", None)
+        if not (inspect.ismethod(f) and inspect.isfunction(function)):
+            return original(f)
+        known = memo.get(function)
+        if known is None:
+            args, defaults = original(f)
+            known = memo[function] = (tuple(args), tuple(defaults))
+        return list(known[0]), list(known[1])
+
+    get_function_args_defaults.__wrapped__ = original
+    return get_function_args_defaults
+
+
+def install() -> None:
+    """Memoize ``apache_beam.transforms.core.get_function_args_defaults`` (its callers
+    in Beam look it up in that module at each call)."""
+    from apache_beam.transforms import core
+
+    if not hasattr(core.get_function_args_defaults, "__wrapped__"):
+        core.get_function_args_defaults = memoized(core.get_function_args_defaults)

@@ -1,0 +1,36 @@
+"""tests/beam_memo.py gives Beam the answers Beam's own introspection gives."""
+
+import apache_beam as beam
+from apache_beam.coders import VarIntCoder
+from apache_beam.transforms import core, userstate
+
+import beam_memo
+
+
+class _Counting(beam.DoFn):
+    COUNT = userstate.ReadModifyWriteStateSpec("count", VarIntCoder())
+
+    def process(self, element, count=beam.DoFn.StateParam(COUNT), timestamp=beam.DoFn.TimestampParam):
+        yield element
+
+
+def test_the_memo_answers_as_beam_does_and_once_per_function():
+    original = getattr(core.get_function_args_defaults, "__wrapped__", core.get_function_args_defaults)
+    calls = []
+
+    def counted(f):
+        calls.append(f)
+        return original(f)
+
+    memo = beam_memo.memoized(counted)
+    fn = _Counting()
+    first = memo(fn.process)
+    assert first == original(fn.process) and first[0] == ["element", "count", "timestamp"]
+    first[0].append("changed")  # the caller's lists are its own
+    assert memo(_Counting().process) == original(fn.process) and len(calls) == 1
+    # Anything but a bound method of a plain function goes to Beam every time.
+    memo(len)
+    memo(len)
+    assert calls[1:] == [len, len]
+    # Beam sees the state spec through the memo (conftest installs it).
+    assert userstate.is_stateful_dofn(fn) and userstate.get_dofn_specs(fn)[0] == {_Counting.COUNT}
