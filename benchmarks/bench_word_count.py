@@ -9,7 +9,11 @@ sets of UD_Chinese-GSDSimp, UD_Japanese-GSD, UD_Thai-PUD, ...), punctuation toke
 left out; prints each method's word count over the gold count and its word F1
 (a word is right when its start and end match a gold word).
 Speed: characters per second over human reference translations of WMT
-(``../shared/data/mt-wmt2*/``), in documents of ~2,000 characters, one thread.
+(``../shared/data/mt-wmt2*/``), in documents of ~2,000 characters, one thread; and
+the whole heuristics stage (``stages.heuristics.heuristic_steps``, default config)
+per document, process CPU time, on the clean fixture pages of spaced scripts (25,
+with the 4,000-word English article) and of Chinese, Japanese and Thai (5, with the
+long Chinese and Japanese articles): run it at two commits to compare them.
 
     .venv/bin/python benchmarks/bench_word_count.py --conllu zh=zh_gsdsimp-ud-test.conllu \\
         --conllu ja=ja_gsd-ud-test.conllu --conllu th=th_pud-ud-test.conllu --sentences 8
@@ -154,6 +158,45 @@ def speed(lang: str) -> None:
         print(f"  {name:28s} {chars / best / 1e6:6.2f} M chars/s  {chars / units:5.2f} characters a word")
 
 
+def heuristics_cpu(repeats: int = 10) -> None:
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_keep import TEXT_DIR, fixture_languages, page
+
+    from mmcurate.filters.language import load_identifier
+    from mmcurate.pipeline.config import load_config
+    from mmcurate.stages.heuristics import heuristic_steps
+    from mmcurate.stages.results import apply_filters
+
+    config = load_config().heuristics
+    steps = heuristic_steps(config, language_model=load_identifier(config.language.identifier))
+    langs = fixture_languages()
+
+    def long_page(lang: str, images: int, every: int):
+        text = (TEXT_DIR / "long" / f"{lang}.txt").read_text(encoding="utf-8")
+        return page(f"long-{lang}", [b.strip() for b in text.split("\n\n") if b.strip()], images=images, every=every)
+
+    unspaced = ("zh", "ja", "th")
+    sets = {
+        "spaced-script pages": [page(f"clean-{l}", p, images=2) for l, p in langs.items() if l not in unspaced]
+        + [long_page("en", 10, 6)],
+        "zh, ja, th pages": [page(f"clean-{l}", langs[l], images=2) for l in unspaced] + [long_page("zh", 3, 4), long_page("ja", 3, 4)],
+    }
+    print("\nheuristics stage, process CPU per document (best of 5 rounds):")
+    for name, docs in sets.items():
+        for doc in docs:
+            apply_filters(doc, steps)
+        best = float("inf")
+        for _ in range(5):
+            start = time.process_time()
+            for _ in range(repeats):
+                for doc in docs:
+                    apply_filters(doc, steps)
+            best = min(best, time.process_time() - start)
+        print(f"  {name:22s} {len(docs):3d} docs  {best / (repeats * len(docs)) * 1e3:6.2f} ms/doc")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--conllu", action="append", default=[], metavar="LANG=FILE", help="gold CoNLL-U file of a language")
@@ -164,6 +207,7 @@ def main() -> None:
         accuracy(lang, read_conllu(Path(path), args.sentences))
     for lang in WMT:
         speed(lang)
+    heuristics_cpu()
 
 
 if __name__ == "__main__":

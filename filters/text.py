@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 import threading
 import unicodedata
+from bisect import bisect_right
 from functools import cached_property
 
 import numpy as np
@@ -37,7 +38,12 @@ _UNSPACED = (
     "\u0f00-\u0fff"  # Tibetan
     "\u1000-\u109f"  # Myanmar
     "\u1780-\u17ff"  # Khmer
+    "\u2e80-\u2eff"  # CJK radicals supplement
+    "\u2f00-\u2fdf"  # Kangxi radicals
     "\u3005-\u3007"  # 々 〆 〇: ideographic iteration mark, closing mark, number zero
+    "\u3021-\u3029"  # Hangzhou numerals
+    "\u3031-\u3035"  # vertical kana repeat marks
+    "\u3038-\u303b"  # Hangzhou numerals ten to thirty, vertical ideographic iteration mark
     "\u3040-\u309f"  # Hiragana
     "\u30a0-\u30ff"  # Katakana
     "\u31f0-\u31ff"  # Katakana phonetic extensions
@@ -45,6 +51,8 @@ _UNSPACED = (
     "\u4e00-\u9fff"  # CJK unified ideographs
     "\uf900-\ufaff"  # CJK compatibility ideographs
     "\uff66-\uff9f"  # half-width Katakana
+    "\u32d0-\u32fe"  # circled Katakana
+    "\u3300-\u3357"  # squared Katakana words
     "\U00020000-\U0002ebef"  # CJK extensions B-F
 )
 _UNSPACED_CHAR = re.compile(f"[{_UNSPACED}]")
@@ -65,7 +73,8 @@ def count_words(text: str) -> int:
         return len(_ASCII_WORD.findall(text))
     if not _UNSPACED_CHAR.search(text):
         return len(_SPACED_WORD.findall(text))
-    return len(_merge_unspaced(text, _SPACED_WORD))
+    words = _unspaced_words(text)
+    return len(words) + len(_spaced_outside(text, _SPACED_WORD, words))
 
 
 def character_units(text: str) -> list[str]:
@@ -95,7 +104,7 @@ def fold_for_hash(text: str) -> str:
 # One unit of ``character_units``: an unspaced-script character, or a spaced-script word.
 _CHARACTER_UNIT = regex.compile(f"{_UNSPACED_UNIT}|{_SPACED_WORD.pattern}", regex.V1)
 # Punctuation of CJK text, written without a space before the next character.
-_CJK_PUNCT = "\u3000-\u3004\u3008-\u303f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65"
+_CJK_PUNCT = "\u3000-\u3004\u3008-\u3020\u302a-\u3030\u3036\u3037\u303c-\u303f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65"
 # A whitespace-delimited token as Gopher counts words, except that unspaced-script
 # text is split into its dictionary words and CJK punctuation belongs to no token.
 _SPACED_TOKEN = regex.compile(f"[^\\s{_UNSPACED}{_CJK_PUNCT}]+", regex.V1)
@@ -124,6 +133,7 @@ _SPACE_SCRIPT = re.compile("[\u0e01-\u0e4e\u0e81-\u0ece]")
 # ICU word-break rule status: at or above this, a segment is a word (number, letter,
 # kana or ideograph); below it, spaces and punctuation (UBRK_WORD_NONE_LIMIT).
 _WORD_STATUS = 100
+_KANA_STATUS = 300
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 _breakers = threading.local()
 
@@ -145,7 +155,10 @@ def _unspaced_words(text: str) -> list[tuple[int, int]]:
     string indices when the text holds characters beyond the BMP (emoji)."""
     breaker = _word_breaker()
     breaker.setText(text)
-    index = None
+    status = breaker.getRuleStatus
+    unspaced = _UNSPACED_CHAR.match
+    spans = []
+    start = 0
     if _ASTRAL.search(text):
         index = []
         for i, ch in enumerate(text):
@@ -153,15 +166,34 @@ def _unspaced_words(text: str) -> list[tuple[int, int]]:
             if ch > "\uffff":
                 index.append(i)
         index.append(len(text))
-    spans = []
-    start = 0
+        for end in breaker:
+            if status() >= _WORD_STATUS and unspaced(text, index[start]):
+                spans.append((index[start], index[end]))
+            start = end
+        return spans
     for end in breaker:
-        if breaker.getRuleStatus() >= _WORD_STATUS:
-            s, e = (index[start], index[end]) if index else (start, end)
-            if _UNSPACED_CHAR.match(text, s):
-                spans.append((s, e))
+        # a kana or ideographic word (status 300-499) starts with a character of
+        # _UNSPACED (every such character of the BMP is in it); a letter or number
+        # word may be of any script, so its first character is looked at
+        st = status()
+        if st >= _KANA_STATUS or (st >= _WORD_STATUS and unspaced(text, start)):
+            spans.append((start, end))
         start = end
     return spans
+
+
+def _spaced_outside(text: str, spaced: "regex.Pattern", words: list[tuple[int, int]]) -> list["regex.Match"]:
+    """The ``spaced`` matches of ``text`` that do not start inside an unspaced word."""
+    matches = list(spaced.finditer(text))
+    if not matches:
+        return matches
+    starts = [s for s, _ in words]
+    out = []
+    for m in matches:
+        i = bisect_right(starts, m.start()) - 1
+        if i < 0 or m.start() >= words[i][1]:
+            out.append(m)
+    return out
 
 
 def _merge_unspaced(text: str, spaced: "regex.Pattern", words: list[tuple[int, int]] | None = None) -> list[str]:
@@ -169,17 +201,16 @@ def _merge_unspaced(text: str, spaced: "regex.Pattern", words: list[tuple[int, i
     has them) and the ``spaced`` matches outside them, in reading order."""
     if words is None:
         words = _unspaced_words(text)
+    extra = _spaced_outside(text, spaced, words)
+    if not extra:
+        return [text[s:e] for s, e in words]
     out: list[str] = []
     i = 0
-    covered = 0
-    for m in spaced.finditer(text):
+    for m in extra:
         while i < len(words) and words[i][0] < m.start():
-            s, e = words[i]
-            out.append(text[s:e])
-            covered = e
+            out.append(text[words[i][0] : words[i][1]])
             i += 1
-        if m.start() >= covered:
-            out.append(m.group())
+        out.append(m.group())
     out.extend(text[s:e] for s, e in words[i:])
     return out
 

@@ -1,0 +1,38 @@
+"""filters/text.py: the unspaced-script word segmentation's contract with ICU."""
+
+import icu
+
+from mmcurate.filters.text import _UNSPACED_CHAR, count_words, tokens, word_units
+
+
+def test_every_character_icu_calls_kana_or_ideographic_is_an_unspaced_script_character():
+    # _unspaced_words takes a word with ICU status 300-499 as unspaced without looking
+    # at its first character: that holds only while every such character is in _UNSPACED.
+    breaker = icu.BreakIterator.createWordInstance(icu.Locale.getRoot())
+    outside = []
+    for cp in range(0x20, 0x10000):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        ch = chr(cp)
+        breaker.setText(ch + ch)
+        next(iter(breaker))
+        if breaker.getRuleStatus() >= 300 and not _UNSPACED_CHAR.match(ch):
+            outside.append(hex(cp))
+    assert outside == []
+
+
+def test_offsets_stay_right_after_characters_beyond_the_bmp():
+    # ICU counts UTF-16 code units: an emoji is two of them and one Python character
+    text = "😀😀表情很好，𠀀我们 Emoji 👍 好"
+    assert word_units(text) == ["表情", "很好", "𠀀", "我们", "Emoji", "好"]
+    assert count_words(text) == 6
+    assert tokens(text) == ["😀😀", "表情", "很好", "𠀀", "我们", "Emoji", "👍", "好"]
+
+
+def test_punctuation_of_unspaced_scripts_is_no_word_and_marks_stay_with_their_word():
+    # Katakana middle dot, Tibetan tsheg and shad separate words and are none
+    assert word_units("コーヒー・ショップ") == ["コーヒー", "ショップ"]
+    assert word_units("བོད་ཡིག།") == ["བོད", "ཡིག"]
+    # Thai abbreviation mark ฯ and repetition mark ๆ belong to the word before them
+    assert word_units("กรุงเทพฯ") == ["กรุงเทพฯ"]
+    assert word_units("ไปๆ มาๆ") == ["ไปๆ", "มาๆ"]
