@@ -114,6 +114,20 @@ def test_unspaced_pages_are_measured_in_words(lang, words, characters):
     assert C4_RULES(doc).signals[c4.SENTENCES] >= 8
 
 
+def test_script_blind_measures_are_fixed_for_hangul_and_devanagari():
+    # OBELICS's measure counts whitespace and short syllables: the clean Korean page
+    # is over its 0.275 cutoff; the default measure (punctuation and symbols among
+    # non-space characters) puts it with every other clean page.
+    ko = clean_doc("ko", language="ko")
+    assert obelics.SPECIAL_MEASURES["obelics"](ko.text) > 0.275
+    verdict = OBELICS_RATIOS(ko)
+    assert verdict.keep and verdict.signals[obelics.SPECIAL_CHARACTER_RATIO] < 0.05
+    # Devanagari vowel signs (Mn/Mc) stay inside their word: Hindi words average
+    # over Gopher's 3 characters (split at the marks they were 1.58)
+    hi = GOPHER_QUALITY(clean_doc("hi", language="hi"))
+    assert hi.keep and 3.5 < hi.signals[gopher.MEAN_WORD_LENGTH] < 4.5
+
+
 def test_stop_words_apply_only_to_configured_languages():
     doc = make_doc("s", " ".join(UNIQUE[:60]))
     assert GOPHER_QUALITY(doc).keep
