@@ -289,7 +289,7 @@ def main() -> int:
     p.add_argument("--data", type=Path, default=build_models._default_data())
     p.add_argument("--mt-languages", default="", help="comma-separated targets (default: every one the data has)")
     p.add_argument("--mt-train-args", default="", help="extra `mmcurate train` flags for the MT models, e.g. "
-                   "'--families w,b,f --c 3' (to compare against the shipped settings)")
+                   "'--bits 20 --c 3' (to compare against the shipped settings)")
     p.add_argument("--skip-llm", action="store_true")
     p.add_argument("--skip-quality", action="store_true")
     p.add_argument("--no-rewrite", action="store_true", help="skip the embedding benchmark")

@@ -12,7 +12,7 @@ sources):
   translated by people (references into LANG, original LANG sources) against the
   same content machine-translated into LANG by every WMT system, 10 consecutive
   segments a document; a tf-idf logistic regression over word unigrams and bigrams
-  (``filters/translationese.py``). WMT23's en-he reference A is left out: its
+  hashed into 2**18 buckets (``filters/translationese.py``). WMT23's en-he reference A is left out: its
   providers warn it may be post-edited from a system's output.
 - ``llm.bin``: ``llm-fast-detect-gpt/`` (fast-detect-gpt, MIT): news (XSum),
   Wikipedia paragraphs (SQuAD) and stories (WritingPrompts) written by people

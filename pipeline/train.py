@@ -21,7 +21,7 @@ from typing import Sequence
 import numpy as np
 
 from mmcurate.filters.quality import LABEL_NEGATIVE, LABEL_POSITIVE, probabilities
-from mmcurate.filters.translationese import LinearTextModel, features, most_frequent_words
+from mmcurate.filters.translationese import LinearTextModel, count_matrix
 from mmcurate.pipeline import train_examples
 from mmcurate.pipeline.train_examples import Example, balance, load_examples, split_examples, wmt_examples, wmt_files
 
@@ -132,24 +132,29 @@ def _train_supervised(fasttext, train_path: str, args: argparse.Namespace, lr: f
 
 
 def train_linear(examples: Sequence[Example], args: argparse.Namespace) -> LinearTextModel:
-    """A logistic regression over sublinear tf-idf features (``filters.translationese``):
-    scikit-learn fits it, ``LinearTextModel`` scores it. Classes are weighted to
-    balance, so no text is thrown away."""
-    from sklearn.feature_extraction.text import TfidfVectorizer
+    """A logistic regression over sublinear tf-idf bucket features
+    (``filters.translationese``): scikit-learn fits it, ``LinearTextModel`` scores it.
+    The buckets seen in at least ``--min-count`` texts are kept (the ``--max-features``
+    most frequent of them, if set). Classes are weighted to balance, so no text is
+    thrown away."""
+    from sklearn.feature_extraction.text import TfidfTransformer
     from sklearn.linear_model import LogisticRegression
 
     families = tuple(args.families.split(","))
-    texts = [e.text for e in examples]
-    words = most_frequent_words(texts, args.function_words) if "f" in families else frozenset()
-    vectorizer = TfidfVectorizer(
-        analyzer=lambda text: list(features(text, families, words).elements()),
-        min_df=args.min_count, sublinear_tf=True, max_features=args.max_features or None, dtype=np.float64,
-    )
-    matrix = vectorizer.fit_transform(texts)
+    if not 8 <= args.bits <= 30:
+        raise ValueError(f"--bits {args.bits}: give 8 to 30")
+    counts = count_matrix([e.text for e in examples], families, args.bits)
+    df = np.bincount(counts.indices, minlength=counts.shape[1])
+    buckets = np.flatnonzero(df >= args.min_count)
+    if args.max_features and len(buckets) > args.max_features:
+        # most frequent first, ties by bucket: the same choice on every run
+        buckets = np.sort(buckets[np.lexsort((buckets, -df[buckets]))[: args.max_features]])
+    tfidf = TfidfTransformer(sublinear_tf=True)
+    matrix = tfidf.fit_transform(counts[:, buckets])
     classifier = LogisticRegression(C=args.c, class_weight="balanced", max_iter=5000, random_state=args.seed)
     classifier.fit(matrix, [e.label for e in examples])
-    terms = vectorizer.get_feature_names_out()
-    return LinearTextModel(terms, vectorizer.idf_, classifier.coef_[0], float(classifier.intercept_[0]), families, words)
+    return LinearTextModel(buckets, tfidf.idf_, classifier.coef_[0], float(classifier.intercept_[0]), families,
+                           args.bits)
 
 
 def save_model(model, output: Path) -> None:
@@ -211,15 +216,16 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--model", choices=("fasttext", "linear"), default=None,
                    help="fasttext (.bin) or linear: tf-idf logistic regression (.npz); default linear for mt, "
                         "fasttext otherwise")
-    # Linear model (--model linear). C, families and sizes chosen on held-out source
-    # languages of the WMT22+23 into-English data (docs/stages.md, benchmarks/bench_quality.py).
-    p.add_argument("--families", default="w,b", help="linear: feature families, of w (words), b (word bigrams), "
-                                                    "f (function-word trigrams) (default w,b)")
+    # Linear model (--model linear). C, families, bits and the feature cap chosen on
+    # held-out source languages of the WMT22+23 into-English data (docs/stages.md,
+    # benchmarks/bench_quality.py).
+    p.add_argument("--families", default="w,b", help="linear: feature families, of w (words) and b (word bigrams) "
+                                                    "(default w,b)")
     p.add_argument("--c", type=float, default=10.0, help="linear: inverse L2 regularisation strength (default 10)")
-    p.add_argument("--max-features", type=int, default=100_000,
-                   help="linear: keep the most frequent features (default 100000; 0: all)")
-    p.add_argument("--function-words", type=int, default=200,
-                   help="linear, family f: how many of the most frequent words count as function words")
+    p.add_argument("--bits", type=int, default=18,
+                   help="linear: features are hashed into 2**BITS buckets (default 18: 262,144)")
+    p.add_argument("--max-features", type=int, default=0,
+                   help="linear: keep only the most frequent buckets (default 0: every one seen in --min-count texts)")
     return p
 
 

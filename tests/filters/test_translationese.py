@@ -2,11 +2,12 @@ import random
 
 import numpy as np
 import pytest
-from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.feature_extraction.text import TfidfTransformer
 from sklearn.linear_model import LogisticRegression
 
 from mmcurate.filters.quality import normalize_text, probabilities
-from mmcurate.filters.translationese import LinearTextModel, abstract_tokens, features, most_frequent_words
+from mmcurate.filters.token_hashes import feature_buckets, token_hashes
+from mmcurate.filters.translationese import LinearTextModel, count_matrix
 
 FUNCTION = "the a of and to in is was for on with as by at from that this it".split()
 CONTENT = ("harbour village river council mayor bridge station railway museum century trade salt merchants ships "
@@ -32,26 +33,26 @@ def _corpus(n: int = 300, seed: int = 5):
     return [normalize_text(_text(rng, y)) for y in labels], labels
 
 
-def _fit(texts, labels, families, words=frozenset()):
-    vectorizer = TfidfVectorizer(analyzer=lambda t: list(features(t, families, words).elements()), min_df=2,
-                                 sublinear_tf=True, max_features=5000)
-    matrix = vectorizer.fit_transform(texts)
-    classifier = LogisticRegression(C=10, class_weight="balanced", max_iter=2000).fit(matrix, labels)
-    model = LinearTextModel(vectorizer.get_feature_names_out(), vectorizer.idf_, classifier.coef_[0],
-                            classifier.intercept_[0], families, words)
-    return model, vectorizer, classifier
+def _fit(texts, labels, families, bits=16):
+    counts = count_matrix(texts, families, bits)
+    buckets = np.flatnonzero(np.bincount(counts.indices, minlength=2**bits) >= 2)
+    tfidf = TfidfTransformer(sublinear_tf=True)
+    classifier = LogisticRegression(C=10, class_weight="balanced", max_iter=2000)
+    classifier.fit(tfidf.fit_transform(counts[:, buckets]), labels)
+    model = LinearTextModel(buckets, tfidf.idf_, classifier.coef_[0], classifier.intercept_[0], families, bits)
+    return model, (lambda held: tfidf.transform(count_matrix(held, families, bits)[:, buckets])), classifier
 
 
-@pytest.mark.parametrize("families", [("w",), ("w", "b"), ("w", "b", "f")])
+@pytest.mark.parametrize("families", [("w",), ("w", "b")])
 def test_linear_model_scores_exactly_as_scikit_learn(families):
     texts, labels = _corpus()
-    words = most_frequent_words(texts, 20) if "f" in families else frozenset()
-    model, vectorizer, classifier = _fit(texts[:200], labels[:200], families, words)
+    model, transform, classifier = _fit(texts[:200], labels[:200], families)
     held_out = texts[200:] + ["", "zzz unknown words only"]
-    expected = classifier.predict_proba(vectorizer.transform(held_out))[:, 1]
+    expected = classifier.predict_proba(transform(held_out))[:, 1]
     np.testing.assert_allclose(model.probabilities(held_out), expected, rtol=0, atol=1e-9)
     # a text with no known feature scores the intercept alone
     assert model.decisions([""])[0] == pytest.approx(classifier.intercept_[0])
+    assert model.decisions(["zzz qqq"])[0] == pytest.approx(classifier.intercept_[0])
     # and the model separates the two styles it was trained on
     scores = np.asarray(probabilities(model, texts[200:]))
     y = np.asarray(labels[200:], dtype=bool)
@@ -60,26 +61,36 @@ def test_linear_model_scores_exactly_as_scikit_learn(families):
 
 def test_arrays_round_trip_to_the_same_scores():
     texts, labels = _corpus(200)
-    words = most_frequent_words(texts, 15)
-    model, *_ = _fit(texts, labels, ("w", "b", "f"), words)
+    model, *_ = _fit(texts, labels, ("w", "b"))
     again = LinearTextModel.from_arrays(model.to_arrays())
-    assert again.families == model.families and again.function_words == model.function_words
+    assert again.families == model.families and again.bits == model.bits
+    np.testing.assert_array_equal(again.buckets, model.buckets)
     np.testing.assert_allclose(again.probabilities(texts), model.probabilities(texts), atol=1e-6)  # float32 storage
 
 
-def test_function_word_trigrams_abstract_content_words_in_any_script():
-    words = frozenset({"the", "of", "的", "了"})
-    tokens = normalize_text("The harbour of Sévigné, 1788: 北 京 的 港 口 了").split()
-    assert abstract_tokens(tokens, words) == ["the", "<l>", "of", "<l>", ",", "<d>", ":", "<s>", "<s>", "的", "<s>", "<s>", "了"]
-    counts = features(" ".join(tokens), ("f",), words)
-    assert counts["f:the <l> of"] == 1 and all(k.startswith("f:") for k in counts)
+def test_token_hashes_are_one_per_token_and_the_same_wherever_the_token_stands():
+    hashes, lengths = token_hashes(["the cat sat", "", "cat ,", "北 京"])
+    assert lengths.tolist() == [3, 0, 2, 2]
+    assert len(hashes) == 7 and len(set(hashes.tolist())) == 6  # "cat" twice
+    assert hashes[1] == hashes[3]
+    # fixed values: the model files depend on them, on every platform and in every process
+    assert token_hashes(["the"])[0].tolist() == token_hashes(["a the"])[0].tolist()[1:]
+    assert int(token_hashes(["the"])[0][0]) == 6699269138692645401
+    # distinct tokens of a real vocabulary get distinct hashes
+    words = [f"w{i}" for i in range(20000)] + ["é", "e\u0301", "ß", "ss", "日本"]
+    assert len(set(token_hashes(words)[0].tolist())) == len(words)
 
 
-def test_most_frequent_words_skip_punctuation_and_digits():
-    texts = ["the cat , 12 .", "the dog , 7 .", "a cat ."]
-    assert most_frequent_words(texts, 2) == {"the", "cat"}
+def test_feature_buckets_keep_bigrams_inside_one_text_and_families_apart():
+    owners, buckets = feature_buckets(["a b", "c"], ("w", "b"), 20)
+    assert owners.tolist() == [0, 0, 1, 0]  # words a, b, c, then the one bigram "a b" ("b c" spans two texts)
+    w_only = feature_buckets(["a b", "c"], ("w",), 20)[1]
+    assert buckets[:3].tolist() == w_only.tolist() and buckets[3] not in w_only
+    assert buckets.max() < 2**20
 
 
-def test_unknown_family_is_refused():
+def test_unknown_family_and_bad_bucket_are_refused():
     with pytest.raises(ValueError, match="unknown feature families"):
-        LinearTextModel(["w:a"], [1.0], [1.0], 0.0, ["w", "x"])
+        LinearTextModel([1], [1.0], [1.0], 0.0, ["w", "f"], 8)
+    with pytest.raises(ValueError, match="outside"):
+        LinearTextModel([256], [1.0], [1.0], 0.0, ["w"], 8)
