@@ -22,13 +22,15 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 import numpy as np
-from scipy import sparse
 
 from mmcurate.filters.token_hashes import FAMILIES, feature_buckets
 
 
-def count_matrix(normalized: Sequence[str], families: Sequence[str], bits: int) -> sparse.csr_matrix:
-    """Feature counts of each text, one row a text and one column a bucket."""
+def count_matrix(normalized: Sequence[str], families: Sequence[str], bits: int):
+    """Feature counts of each text, one row a text and one column a bucket (a scipy
+    CSR matrix; scipy is imported here, for training, not by the stage that scores)."""
+    from scipy import sparse
+
     owners, buckets = feature_buckets(normalized, families, bits)
     matrix = sparse.csr_matrix(
         (np.ones(len(owners), dtype=np.float64), (owners, buckets)), shape=(len(normalized), 2**bits)
