@@ -14,7 +14,11 @@ the number of distinct images grows with the input too.
 Each run is a fresh ``mmcurate run`` subprocess with ``--runner-preset direct``
 (one process; the extractor's worker child besides), sampled every 0.2 s with
 psutil: the peak of the summed RSS of the run's whole process tree, and of its
-largest process. Prints both for 1x and 10x and their 10x / 1x ratio, per stage set.
+largest process. Prints both for 1x and 10x and their 10x / 1x ratio, per stage set,
+with the load average when each run ended (the figures are memory, not speed, so the
+runs may share the machine). ``--factor 1`` measures one size only; ``--trace``
+writes each run's RSS over time; ``--reuse-inputs`` takes inputs built before (their
+sizes are in ``<workdir>/<factor>x.warc.json``).
 
     .venv/bin/python benchmarks/bench_memory.py --pages 4000 --factor 10 \\
         --stages heuristics,dedup --stages heuristics,dedup,quality,images
@@ -23,9 +27,11 @@ largest process. Prints both for 1x and 10x and their 10x / 1x ratio, per stage 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import html
 import io
 import json
+import os
 import random
 import re
 import subprocess
@@ -173,20 +179,34 @@ def tree_rss(proc: psutil.Process) -> tuple[int, int]:
     return total, largest
 
 
-def run(warc: Path, out: Path, stages: str, extra_args: list[str]) -> dict:
+def finished_phases(out: Path) -> str:
+    """The phases of the run in ``out`` that have finished so far (their staging markers)."""
+    return ",".join(sorted(m.parent.name for m in out.glob(".staging/*/*/_COMPLETE.json")))
+
+
+def run(warc: Path, out: Path, stages: str, extra_args: list[str], trace: Path | None = None) -> dict:
+    """One ``mmcurate run``, its process tree sampled every 0.2 s; with ``trace``, a
+    line per second there (seconds, tree MB, largest process MB, phases finished)."""
     cmd = [sys.executable, "-m", "mmcurate.pipeline.cli", "run", str(warc), "-o", str(out), "--quiet",
            "--runner-preset", "direct", "--stages", stages, *extra_args]
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     watched = psutil.Process(proc.pid)
     peak_total = peak_largest = 0
-    while proc.poll() is None:
-        try:
-            total, largest = tree_rss(watched)
-        except psutil.Error:
-            break
-        peak_total, peak_largest = max(peak_total, total), max(peak_largest, largest)
-        time.sleep(0.2)
+    traced = 0.0
+    with open(trace, "w") if trace else contextlib.nullcontext() as log:
+        while proc.poll() is None:
+            try:
+                total, largest = tree_rss(watched)
+            except psutil.Error:
+                break
+            peak_total, peak_largest = max(peak_total, total), max(peak_largest, largest)
+            now = time.perf_counter() - started
+            if log and now - traced >= 1.0:
+                traced = now
+                log.write(f"{now:.1f}\t{total >> 20}\t{largest >> 20}\t{finished_phases(out)}\n")
+                log.flush()
+            time.sleep(0.2)
     proc.wait()
     wall = time.perf_counter() - started
     stderr = proc.stderr.read().decode(errors="replace")
@@ -212,32 +232,44 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, help="keep inputs and outputs here (default: a temporary directory)")
     parser.add_argument("--reuse-inputs", action="store_true", help="use the inputs already in --workdir")
     parser.add_argument("--beam-arg", action="append", default=[], help="extra flag for mmcurate run (repeatable)")
+    parser.add_argument("--trace", action="store_true", help="write each run's RSS over time to <workdir>/<run>.rss.tsv")
     args = parser.parse_args()
     stage_sets = args.stages or ["heuristics,dedup"]
+    factors = sorted({1, args.factor})
     with tempfile.TemporaryDirectory() as tmp:
         work = args.workdir or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         inputs = {}
-        for factor in (1, args.factor):
+        for factor in factors:
             path = work / f"{factor}x.warc.gz"
+            info = path.with_suffix(".json")  # 1x.warc.json: what the input holds
             inputs[factor] = path
-            if args.reuse_inputs and path.exists():
-                print(f"input {factor}x: {path} ({path.stat().st_size / 1e6:.0f} MB gzipped), built before", flush=True)
-                continue
-            n, html = build_input(path, args.pages * factor, args.group, args.extra)
-            print(f"input {factor}x: {n} pages, {html / 1e6:.0f} MB of HTML, {path.stat().st_size / 1e6:.0f} MB gzipped",
-                  flush=True)
-        print(f"{'stages':<36} {'input':>5} {'pages':>7} {'kept':>6} {'wall s':>8} {'tree MB':>8} {'largest MB':>10}")
+            if args.reuse_inputs and path.exists() and info.exists():
+                built = json.loads(info.read_text())
+                note = "built before"
+            else:
+                n, html_bytes = build_input(path, args.pages * factor, args.group, args.extra)
+                built = {"pages": n, "html_bytes": html_bytes}
+                info.write_text(json.dumps(built))
+                note = "built"
+            print(f"input {factor}x: {built['pages']} pages, {built['html_bytes'] / 1e6:.0f} MB of HTML, "
+                  f"{path.stat().st_size / 1e6:.0f} MB gzipped ({note})", flush=True)
+        print(f"{'stages':<36} {'input':>5} {'pages':>7} {'kept':>6} {'wall s':>8} {'tree MB':>8} {'largest MB':>10} "
+              f"{'load avg':>14}")
         for stages in stage_sets:
             results = {}
             for factor, path in inputs.items():
-                r = results[factor] = run(path, work / f"out-{factor}x-{stages.replace(',', '-')}", stages, args.beam_arg)
+                name = f"out-{factor}x-{stages.replace(',', '-')}"
+                trace = work / f"{name}.rss.tsv" if args.trace else None
+                r = results[factor] = run(path, work / name, stages, args.beam_arg, trace)
+                load = " ".join(f"{x:.1f}" for x in os.getloadavg())
                 print(f"{stages:<36} {str(factor) + 'x':>5} {r['pages']:>7} {r['kept']:>6} {r['wall_s']:>8} "
-                      f"{r['peak_tree_mb']:>8} {r['peak_process_mb']:>10}", flush=True)
-            one, ten = results[1], results[args.factor]
-            print(f"{stages}: peak RSS {args.factor}x / 1x = {ten['peak_tree_mb'] / one['peak_tree_mb']:.2f} (process tree), "
-                  f"{ten['peak_process_mb'] / one['peak_process_mb']:.2f} (largest process)", flush=True)
-
+                      f"{r['peak_tree_mb']:>8} {r['peak_process_mb']:>10} {load:>14}", flush=True)
+            if len(results) > 1:
+                one, ten = results[1], results[args.factor]
+                print(f"{stages}: peak RSS {args.factor}x / 1x = {ten['peak_tree_mb'] / one['peak_tree_mb']:.2f} "
+                      f"(process tree), {ten['peak_process_mb'] / one['peak_process_mb']:.2f} (largest process)",
+                      flush=True)
 
 if __name__ == "__main__":
     main()

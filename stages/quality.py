@@ -1,8 +1,9 @@
 """Stage `quality`: fastText scores, then the implicit-duplicate detectors.
 
 Score first, decide second. Every document entering the stage is scored by the
-fastText classifiers of the enabled steps in one batched pass (``RunInference``
-with ``FastTextModelHandler``: the models load once per worker), so
+fastText classifiers of the enabled steps in one batched pass (``RunModel``,
+``stages/model_batches.py``, with ``FastTextModelHandler``: the models load once per
+worker; torch, which Beam's ``RunInference`` imports, is not loaded for them), so
 ``quality_score``, ``mt_score`` and ``llm_score`` are on kept documents and on
 decision rows alike. Then the rules run in one ParDo, cheapest first:
 
@@ -31,13 +32,13 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 
 import apache_beam as beam
 import numpy as np
-from apache_beam.ml.inference.base import ModelHandler, RunInference
 
 from mmcurate.filters import llm_text, lsh, machine_translation, rewrites
 from mmcurate.filters.quality import QUALITY_SCORE, min_quality, normalize_text, positive_probabilities, probabilities
 from mmcurate.filters.verdict import DocumentFilter
 from mmcurate.stages.config import QualityConfig
 from mmcurate.stages.engines.text_classifiers import MT_PREFIX, default_embedding_model, load_text_model, model_paths
+from mmcurate.stages.model_batches import BatchModel, RunModel
 from mmcurate.schemas import Document
 from mmcurate.stages.results import (
     COUNTER_KEPT,
@@ -63,7 +64,7 @@ class FastTextModels(dict):
     holds its models by weak reference, which a plain dict does not allow)."""
 
 
-class FastTextModelHandler(ModelHandler):
+class FastTextModelHandler:
     """Scores batches of documents with fastText classifiers.
 
     ``load_model`` runs once per worker; ``run_inference`` normalises each text once
@@ -73,7 +74,6 @@ class FastTextModelHandler(ModelHandler):
     """
 
     def __init__(self, paths: Mapping[str, str], batch_size: int):
-        super().__init__(min_batch_size=1, max_batch_size=batch_size)
         self._paths = dict(paths)
         self._batch_size = batch_size
 
@@ -183,14 +183,13 @@ def capture_rank(doc: Document) -> tuple[str, str]:
     return (date if valid else "~", doc.doc_id)
 
 
-class SentenceEmbeddingModelHandler(ModelHandler):
+class SentenceEmbeddingModelHandler:
     """Unit-length sentence embeddings of documents' main text, batched on CPU.
 
     Loads a local sentence-transformers directory with the Hub switched off, so
     nothing is fetched."""
 
     def __init__(self, model_path: str, batch_size: int):
-        super().__init__(min_batch_size=1, max_batch_size=batch_size)
         self._path = model_path
         self._batch_size = batch_size
 
@@ -270,7 +269,7 @@ class DecideRewritesFn(beam.DoFn):
 class DedupRewrites(beam.PTransform):
     """Semantic near-duplicates among ``docs``: a StageResult of the rewrite step."""
 
-    def __init__(self, config, handler: Optional[ModelHandler] = None, label: Optional[str] = None):
+    def __init__(self, config, handler: Optional[BatchModel] = None, label: Optional[str] = None):
         super().__init__(label)
         self._config = config
         self._handler = handler
@@ -282,7 +281,7 @@ class DedupRewrites(beam.PTransform):
         )
         matches = (
             docs
-            | "Embed" >> RunInference(handler)
+            | "Embed" >> RunModel(handler)
             | "BandKeys" >> beam.ParDo(_BandKeysFn(cfg.bands, cfg.rows, cfg.seed))
             | "GroupByBand" >> beam.GroupByKey()
             | "CompareInBucket" >> beam.FlatMap(lambda kv: rewrites.rewrite_matches(kv[1]))
@@ -305,8 +304,8 @@ class ScoreQuality(beam.PTransform):
     def __init__(
         self,
         config: QualityConfig,
-        scorer: Optional[ModelHandler] = None,
-        embedder: Optional[ModelHandler] = None,
+        scorer: Optional[BatchModel] = None,
+        embedder: Optional[BatchModel] = None,
         label: Optional[str] = None,
     ):
         super().__init__(label)
@@ -317,7 +316,7 @@ class ScoreQuality(beam.PTransform):
 
     def expand(self, docs: beam.PCollection) -> StageResult:
         config = self._config
-        scored = docs | "Score" >> RunInference(self._scorer)
+        scored = docs | "Score" >> RunModel(self._scorer)
         if config.llm.enabled and config.llm.site:
             scored = scored | "SiteScores" >> AggregateSiteScores()
         result = scored | "Rules" >> ApplyDocumentFilters(STAGE, quality_filters(config))
