@@ -39,6 +39,10 @@ class WriteTable(beam.PTransform):
             schema=SCHEMAS[self._table],
             codec=self._config.compression,
             record_batch_size=self._config.row_group_size,
+            # Each batch of row_group_size rows is written as its own row group. Beam's
+            # default (64 MB) collects batches up to 64 MB per table before writing
+            # them, which on a large run keeps most of a table's rows in memory.
+            row_group_buffer_size=1,
             use_compliant_nested_type=True,
             file_name_suffix=".parquet",
             num_shards=self._config.num_shards,
