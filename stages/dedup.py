@@ -109,6 +109,10 @@ class FingerprintDocumentsFn(beam.DoFn):
 # -- URL and exact text: one group per key ---------------------------------------------
 
 
+def _without_hashes(p: Fingerprint) -> Fingerprint:
+    return p._replace(hashes=None)
+
+
 def _split_by_key(p: Fingerprint, field: str) -> Iterable:
     key = getattr(p, field)
     if key:
@@ -186,7 +190,11 @@ class DedupDocuments(beam.PTransform):
         fingerprinted = docs | "Fingerprint" >> beam.ParDo(FingerprintDocumentsFn(c, staged)).with_outputs(
             _PRINTS, _NOTES, ERRORS, main="docs"
         )
-        prints = fingerprinted[_PRINTS]
+        prints = payloads = fingerprinted[_PRINTS]
+        if c.near and c.verify and (c.url or c.exact_text):
+            # The URL and exact-text shuffles need no shingle hashes; the near step
+            # looks them up for its edge ends only (near_duplicates.py).
+            prints = prints | "WithoutHashes" >> beam.Map(_without_hashes)
         notes = [fingerprinted[_NOTES]]
         if c.url:
             prints, url_notes = prints | "Url" >> DedupByKey("url_key", "url_node", reasons.DEDUP_SAME_URL, URL_GROUP_SIZE)
@@ -197,7 +205,7 @@ class DedupDocuments(beam.PTransform):
             )
             notes.append(exact_notes)
         if c.near:
-            notes.append(prints | "NearDuplicates" >> DedupNearDuplicates(c))
+            notes.append(prints | "NearDuplicates" >> DedupNearDuplicates(c, payloads=payloads))
         all_notes = notes | "AllNotes" >> beam.Flatten()
         if staged:
             joined = (self._units, all_notes | "NotesByUnit" >> beam.Map(notes_by_unit)) | "JoinUnits" >> VerdictsByUnit()

@@ -10,6 +10,13 @@ chains (A~B, B~C) end in one cluster. Each cluster's smallest node survives: it
 sends its signature (or shingle hashes) to every other member, which is rejected
 with ``dedup.near_duplicate``, the Jaccard to the survivor as value (MinHash
 estimate, or the true Jaccard when verifying) and the threshold.
+
+Only the nodes of some band edge need a payload (signature or shingle hashes)
+after the bands: the payloads (``payloads``: fingerprints with their shingle
+hashes, which the steps before need not carry) meet the edge ends in one
+CoGroupByKey, and the joins after it carry those nodes' payloads only. A runner
+that holds shuffled data in memory (the DirectRunner) then holds every payload
+once, not once per join.
 """
 
 from __future__ import annotations
@@ -51,17 +58,34 @@ class StarEdgesFn(beam.DoFn):
             yield node, center
 
 
-def _payload(p: Fingerprint, verify: bool) -> bytes:
-    return p.hashes if verify else p.sig
+def _payload(p: Fingerprint, verify: bool) -> Iterable[tuple[str, bytes]]:
+    """(node, what the later steps compare: shingle hashes when verifying, else the signature)."""
+    if p.sig is not None:
+        yield p.node, p.hashes if verify else p.sig
 
 
-def _half_edges(element, verify: bool) -> Iterable:
+def _edge_ends(edge: tuple[str, str]) -> Iterable[tuple[str, None]]:
+    hi, lo = edge
+    yield hi, None
+    yield lo, None
+
+
+def _if_on_an_edge(element) -> Iterable[tuple[str, bytes]]:
+    """A node's payload when the node is an end of some edge."""
+    node, joined = element
+    if joined["edge"]:
+        for payload in joined["print"]:
+            yield node, payload
+            return
+
+
+def _half_edges(element) -> Iterable:
     """At node hi: each edge (hi, lo) re-keyed by lo, carrying hi's payload."""
     hi, joined = element
     prints = list(joined["print"])
     if not prints:
         return
-    payload = _payload(prints[0], verify)
+    payload = prints[0]
     for lo in joined["edge"]:
         yield lo, (hi, payload)
 
@@ -80,7 +104,7 @@ class VerifyEdgeFn(beam.DoFn):
         prints = list(joined["print"])
         if not prints:
             return
-        mine = minhash.from_bytes(prints[0].hashes)
+        mine = minhash.from_bytes(prints[0])
         for hi, payload in joined["half"]:
             if minhash.jaccard(mine, minhash.from_bytes(payload)) >= self._threshold:
                 yield hi, lo
@@ -88,13 +112,13 @@ class VerifyEdgeFn(beam.DoFn):
                 self._below.inc()
 
 
-def _survivor_fan_out(element, verify: bool) -> Iterable:
+def _survivor_fan_out(element) -> Iterable:
     """At a component's label (its survivor): the survivor's cluster-size note, and
     its payload sent to every other member."""
     label, joined = element
     prints = list(joined["print"])
     losers = joined["loser"]
-    payload = _payload(prints[0], verify) if prints else None
+    payload = prints[0] if prints else None
     size = 1
     for loser in losers:
         size += 1
@@ -109,7 +133,7 @@ def _judge(element, verify: bool, threshold: float) -> Iterable:
     node, joined = element
     prints = list(joined["print"])
     for label, payload in joined["survivor"]:
-        mine = _payload(prints[0], verify)
+        mine = prints[0]
         a, b = minhash.from_bytes(mine), minhash.from_bytes(payload)
         value = minhash.jaccard(a, b) if verify else minhash.estimate_jaccard(a, b)
         kind = "true" if verify else "minhash_estimate"
@@ -119,27 +143,40 @@ def _judge(element, verify: bool, threshold: float) -> Iterable:
 
 class DedupNearDuplicates(beam.PTransform):
     """Fingerprints -> notes: near-duplicate clusters by MinHash-LSH and connected
-    components; the smallest node of each cluster survives."""
+    components; the smallest node of each cluster survives. ``payloads``: the same
+    documents' fingerprints with their shingle hashes when the input's were dropped
+    (a superset of the input does: only edge ends are looked up); default the input."""
 
-    def __init__(self, config: DedupConfig, label: str | None = None):
+    def __init__(self, config: DedupConfig, payloads: beam.PCollection | None = None, label: str | None = None):
         super().__init__(label)
         self._config = config
+        self._payloads = payloads
 
     def expand(self, prints):
         c = self._config
-        by_node = prints | "KeyByNode" >> beam.FlatMap(lambda p: [(p.node, p)] if p.sig is not None else [])
         edges = (
-            by_node
-            | "BandKeys" >> beam.FlatMap(lambda kv: _band_entries(kv[1], c.bands, c.rows))
+            prints
+            | "BandKeys" >> beam.FlatMap(lambda p: _band_entries(p, c.bands, c.rows) if p.sig is not None else ())
             | "GroupByBand" >> beam.GroupByKey()
             | "StarEdges" >> beam.ParDo(StarEdgesFn())
             | "DistinctEdges" >> beam.Distinct()
+        )
+        # Every later join needs the payloads of edge ends only (labels, survivors and
+        # members are all edge ends).
+        by_node = (
+            {
+                "print": (prints if self._payloads is None else self._payloads)
+                | "PayloadByNode" >> beam.FlatMap(_payload, c.verify),
+                "edge": edges | "EdgeEnds" >> beam.FlatMap(_edge_ends),
+            }
+            | "JoinEdgeEnds" >> beam.CoGroupByKey()
+            | "OnAnEdge" >> beam.FlatMap(_if_on_an_edge)
         )
         threshold = minhash.lsh_threshold(c.bands, c.rows)
         if c.verify:
             threshold = c.verify_threshold
             half = {"print": by_node, "edge": edges} | "JoinEdgeHi" >> beam.CoGroupByKey()
-            half = half | "HalfEdges" >> beam.FlatMap(_half_edges, True)
+            half = half | "HalfEdges" >> beam.FlatMap(_half_edges)
             edges = (
                 {"print": by_node, "half": half}
                 | "JoinEdgeLo" >> beam.CoGroupByKey()
@@ -150,7 +187,7 @@ class DedupNearDuplicates(beam.PTransform):
         fanned = (
             {"print": by_node, "loser": losers}
             | "JoinSurvivor" >> beam.CoGroupByKey()
-            | "FanOutSurvivor" >> beam.FlatMap(_survivor_fan_out, c.verify).with_outputs("notes", main="to_members")
+            | "FanOutSurvivor" >> beam.FlatMap(_survivor_fan_out).with_outputs("notes", main="to_members")
         )
         rejections = (
             {"print": by_node, "survivor": fanned.to_members}
