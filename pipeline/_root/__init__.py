@@ -39,7 +39,7 @@ _API = {
     "ApplyTextHeuristics": "mmcurate.stages.heuristics",
     # stage dedup
     "DedupDocuments": "mmcurate.stages.dedup",
-    # stage quality (fastText models; imports Beam's RunInference)
+    # stage quality (fastText models in batches; no torch)
     "ScoreQuality": "mmcurate.stages.quality",
     # stage images
     "CurateImages": "mmcurate.stages.images",
