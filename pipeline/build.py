@@ -35,7 +35,7 @@ from mmcurate.stages.results import StageResult
 from mmcurate.stages.engines.staging_files import record_key
 from mmcurate.stages.range_staging import ReadStagedRangeFn, StageRecordsFn, without_document
 from mmcurate.stages.safety import DropUnsafeImages, RedactPersonalData, RejectUnsafePages, has_lists
-from mmcurate.stages.staging import ReadStaged, WriteStaged, read_all, staged_files
+from mmcurate.stages.staging import ReadStaged, WriteStaged, read_all
 from mmcurate.stages.write import WriteCorpus
 
 log = logging.getLogger(__name__)
@@ -104,8 +104,8 @@ def build_phase(
 
     Phase 0 reads ``inputs`` (``reader``, e.g. ``ReadWarcIndex``, replaces
     ``ReadWarc(inputs)``; it must return a ``ReadResult`` too); the others read what
-    the phases before them staged, which must be complete when this is called (the
-    staged files are listed here). The final phase writes the output tables under
+    the phases before them staged, which must be complete when the pipeline runs
+    (their files are listed then). The final phase writes the output tables under
     ``tables`` (default ``<phase dir>/tables``). A stage of ``STAGED_STAGES`` runs
     staged only when it opens a later phase; in phase 0 it joins in memory.
 
@@ -206,9 +206,9 @@ class Funnel:
     def read_staged(self, previous: str, first: str) -> None:
         """The documents the phase before staged (and, for images and recycle, the
         images phase 0 set aside)."""
-        self.staged = self.pipeline | "ReadStaged" >> ReadStaged(staged_files(_join(previous, STAGED_DOCS)))
+        self.staged = self.pipeline | "ReadStaged" >> ReadStaged([_join(previous, STAGED_DOCS)])
         if self._needs_captured():
-            self.captured = read_all(staged_files(_join(first, STAGED_CAPTURED)), self.pipeline, "ReadCaptured")
+            self.captured = read_all([_join(first, STAGED_CAPTURED)], self.pipeline, "ReadCaptured")
 
     def heuristics(self) -> None:
         if self._runs("heuristics"):
@@ -294,8 +294,7 @@ class Funnel:
         """The last phase: its decision rows and those the phases before it staged
         (counted when they ran), as one PCollection."""
         for index, directory in enumerate(earlier):
-            files = staged_files(_join(directory, STAGED_DECISIONS))
-            self.decisions.append(read_all(files, self.pipeline, f"ReadDecisions{index}"))
+            self.decisions.append(read_all([_join(directory, STAGED_DECISIONS)], self.pipeline, f"ReadDecisions{index}"))
         self.all_decisions = self._all_decisions()
 
     def redact_personal_data(self) -> None:

@@ -22,15 +22,11 @@ from __future__ import annotations
 from typing import Any, Callable, Iterator, NamedTuple, Sequence
 
 import apache_beam as beam
+from apache_beam.io import fileio
 from apache_beam.io.filesystems import FileSystems
 
 from mmcurate.stages.engines import staging_files as files
 from mmcurate.stages.engines.staging_files import ROW_GROUP_BYTES, ROWS_PER_UNIT, STAGED_SCHEMA, to_row
-
-
-def staged_files(directory: str) -> list[str]:
-    """The finished files of a staging table (sorted)."""
-    return files.staged_files(FileSystems, directory)
 
 
 def list_units(path: str) -> Iterator[str]:
@@ -80,26 +76,35 @@ def _keyed(unit: str) -> Iterator[tuple[str, Any]]:
 
 
 class ReadStaged(beam.PTransform):
-    """Staged files (paths known when the pipeline is built) -> ``StagedRecords``.
-    The units are spread over workers by a shuffle of their names, never of records."""
+    """Staging tables (their directories) -> ``StagedRecords``. The files are listed
+    when the pipeline runs, not when it is built (the first phase writes a file per
+    input range: a crawl's worth of names would not fit in a job's graph), and the
+    units are spread over workers by a shuffle of their names, never of records."""
 
-    def __init__(self, paths: Sequence[str], label: str | None = None):
+    def __init__(self, directories: Sequence[str], label: str | None = None):
         super().__init__(label)
-        self._paths = list(paths)
+        self._patterns = [files.table_pattern(FileSystems, d) for d in directories]
 
     def expand(self, pbegin) -> StagedRecords:
         units = (
             pbegin
-            | "Shards" >> beam.Create(self._paths)
+            | "Tables" >> beam.Create(self._patterns)
+            | "MatchFiles" >> fileio.MatchAll(fileio.EmptyMatchTreatment.ALLOW)
+            | "Finished" >> beam.FlatMap(_finished)
             | "ListUnits" >> beam.FlatMap(list_units)
             | "SpreadUnits" >> beam.Reshuffle()
         )
         return StagedRecords(units, units | "ReadUnits" >> beam.FlatMap(_keyed))
 
 
-def read_all(paths: Sequence[str], pbegin, label: str) -> beam.PCollection:
-    """The records of staged files, unkeyed (a streaming read, spread by unit)."""
-    staged = pbegin | label >> ReadStaged(paths)
+def _finished(metadata) -> Iterator[str]:
+    if files.is_finished(metadata.path):
+        yield metadata.path
+
+
+def read_all(directories: Sequence[str], pbegin, label: str) -> beam.PCollection:
+    """The records of staging tables, unkeyed (a streaming read, spread by unit)."""
+    staged = pbegin | label >> ReadStaged(directories)
     return staged.records | f"{label}Values" >> beam.Values()
 
 

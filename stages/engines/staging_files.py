@@ -85,10 +85,20 @@ def _open(fs, path: str):
     return fs.open(path, compression_type="uncompressed")
 
 
+def table_pattern(fs, directory: str) -> str:
+    """The pattern of a staging table's files (finished and temporary)."""
+    return fs.join(directory, "*.parquet")
+
+
+def is_finished(path: str) -> bool:
+    """Whether a file of a staging table carries its final name."""
+    return _TMP not in path.rsplit("/", 1)[-1]
+
+
 def staged_files(fs, directory: str) -> list[str]:
     """The finished files of a staging table (sorted; temporary names left out)."""
-    matched = fs.match([fs.join(directory, "*.parquet")])[0].metadata_list
-    return sorted(m.path for m in matched if _TMP not in m.path.rsplit("/", 1)[-1])
+    matched = fs.match([table_pattern(fs, directory)])[0].metadata_list
+    return sorted(m.path for m in matched if is_finished(m.path))
 
 
 def list_units(fs, path: str) -> Iterator[str]:

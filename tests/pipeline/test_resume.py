@@ -193,6 +193,21 @@ def test_a_run_killed_inside_its_first_phase_reads_only_the_ranges_it_had_not_fi
 
 
 @pytest.mark.slow
+def test_ctrl_c_inside_the_first_phase_keeps_the_finished_ranges(split_input, tmp_path):
+    output = tmp_path / "out"
+    proc = subprocess.Popen(cli(split_input / "part*.warc.gz", "-o", output, "-q"), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    wait_for(lambda: len(finished_ranges(output)) >= 1, 300, proc)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    lines = [line for line in err.decode().splitlines() if line.strip()]
+    finished = len(finished_ranges(output))
+    assert proc.returncode == 130 and 0 < finished < RANGE_FILES, (proc.returncode, finished, lines)
+    assert lines == [f"mmcurate: interrupted; {finished} input range(s) of phase 0-read are kept in "
+                     f"{next(output.glob('.staging/*'))}: run the same command again to resume"], lines
+
+
+@pytest.mark.slow
 def test_no_resume_starts_over(big, uninterrupted, tmp_path):
     output = tmp_path / "out"
     kill_after_first_phase(big, output)
