@@ -22,7 +22,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.runner import PipelineState
 
-from mmcurate.pipeline import beam_files
+from mmcurate.pipeline import beam_files, interrupts
 from mmcurate.pipeline.build import (
     STAGED_CAPTURED,
     STAGED_DECISIONS,
@@ -33,6 +33,7 @@ from mmcurate.pipeline.build import (
     phase_dir,
 )
 from mmcurate.pipeline.config import Config
+from mmcurate.stages import read
 from mmcurate.stages.engines import staging_files
 from mmcurate.stages.range_staging import NAMESPACE as RANGES_NAMESPACE
 from mmcurate.stages.range_staging import RANGES_READ
@@ -73,9 +74,17 @@ STATE = "run.json"
 
 def run_key(config: Config, files: Sequence[tuple[str, int, float]], index: Optional[str], warc_prefix: str) -> str:
     """What a rerun must match to resume: the config and every input file (path,
-    size, modification time), or the index and prefix."""
+    size, modification time), or the index and prefix, and how files are cut into
+    ranges."""
     material = json.dumps(
-        {"config": config.digest(), "files": sorted(files), "index": index or "", "warc_prefix": warc_prefix},
+        {
+            "config": config.digest(),
+            "files": sorted(files),
+            "index": index or "",
+            "warc_prefix": warc_prefix,
+            # How files are cut into ranges: a first phase's finished ranges are kept by name.
+            "ranges": [read.CHUNK_BYTES, read.RANGES_PER_FILE, read.MIN_CHUNK_BYTES],
+        },
         sort_keys=True,
     )
     return hashlib.sha256(material.encode("utf-8")).hexdigest()[:16]
@@ -109,6 +118,7 @@ def run_phases(
     metrics = True
     report = []
     for phase in phases:
+        interrupts.check()
         here = phase_dir(root, phase)
         done = beam_files.read_json(beam_files.join(here, COMPLETE))
         resumed = done is not None
@@ -144,6 +154,7 @@ def run_phases(
         if "ranges" in done:
             entry["ranges"] = done["ranges"]
         report.append(entry)
+    interrupts.check()
     return (totals if metrics else None), report
 
 

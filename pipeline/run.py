@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
-from mmcurate.pipeline import beam_files
+from mmcurate.pipeline import beam_files, interrupts
 from mmcurate.pipeline import publication as out
 from mmcurate.pipeline.build import TABLES_DIR, phase_dir, plan_phases
 from mmcurate.pipeline.config import Config
@@ -182,7 +182,7 @@ def run_curation(
         beam_log.addFilter(_drop_interrupt_records)
         try:
             # The monitor must be listening before the workers start: DirectRunner's run() blocks.
-            with ProgressMonitor(n_bytes, run_id) if progress else contextlib.nullcontext():
+            with interrupts.noted(), ProgressMonitor(n_bytes, run_id) if progress else contextlib.nullcontext():
                 counters, report = run_phases(phases, root, options, patterns, config, reader)
         except (KeyboardInterrupt, Exception) as exc:
             # Beam re-raises a KeyboardInterrupt that reaches a DoFn as RuntimeError("KeyboardInterrupt

@@ -222,9 +222,8 @@ def test_ctrl_c_ends_the_run_with_one_line(big, tmp_path):
     output = tmp_path / "out"
     proc = subprocess.Popen(cli(big, "-o", output, "-q"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             start_new_session=True)
-    # While the first phase runs: nothing to resume from, so staging goes.
-    wait_for(lambda: any(output.glob(".staging/*/run.json")), 120, proc)
-    time.sleep(1.5)
+    # While the first range is being staged: nothing to resume from, so staging goes.
+    wait_for(lambda: any(output.glob(".staging/*/0-read/*/*.parquet")), 120, proc)
     os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C sends: the whole foreground group
     _, err = proc.communicate(timeout=120)
     lines = [line for line in err.decode().splitlines() if line.strip()]
