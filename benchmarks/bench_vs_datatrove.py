@@ -10,8 +10,10 @@
    extract.mode=precision, the Gopher, C4 and FineWeb rule sets on (OBELICS rules,
    node cleanup and the image requirement off, language ID scored but deciding
    nothing) on the DirectRunner with one in-memory worker. Inputs: the fixture WARCs
-   (tests/fixtures/warc/) and a WARC of --pages responses that repeats their real
-   HTML pages under distinct URLs (tests/warcbuild.py).
+   (tests/fixtures/warc/), a WARC of one page, and a WARC of --pages responses that
+   repeats their real HTML pages under distinct URLs (tests/warcbuild.py). Printed:
+   pages per CPU-second of each tool and their ratio (the goal's measure), and from
+   the one-page run each tool's start-up CPU and its CPU per further page.
    Extraction F1: both extractors (datatrove's ``Trafilatura(favour_precision=True,
    deduplicate=False).extract`` and mmcurate's ``extract_trafilatura`` with
    mode=precision) on --labelled pages of each kind that tests/pagebuild.py builds
@@ -39,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import shutil
 import sys
@@ -203,26 +206,41 @@ def text_path(python: str, n_pages: int, mode: str) -> list[list[object]]:
     shutil.rmtree(work, ignore_errors=True)
     fixtures = work / "fixtures"
     generated = work / "generated"
+    one_page = work / "one-page"
     fixtures.mkdir(parents=True)
     generated.mkdir()
+    one_page.mkdir()
+    build_repeated_warc(one_page / "one.warc.gz", 1)
     for path in FIXTURE_WARCS:
         shutil.copy(path, fixtures / path.name)
     html_bytes = build_repeated_warc(generated / "repeated.warc.gz", n_pages)
     print(f"generated {generated / 'repeated.warc.gz'}: {n_pages} pages, {html_bytes / 1e6:.1f} MB of HTML", flush=True)
     rows = []
-    for label, folder in (("fixture WARCs", fixtures), (f"generated ({n_pages} pages)", generated)):
+    cpu: dict[tuple[str, str], float] = {}
+    for label, folder in (("fixture WARCs", fixtures), ("one page", one_page), (f"generated ({n_pages} pages)", generated)):
         script = work / "datatrove_text.py"
         script.write_text(DATATROVE_TEXT)
         dt = measure([python, str(script), str(folder), str(work / f"logs-{folder.name}")])
         dt_counts = json.loads(dt.stdout.strip().splitlines()[-1])
         mm, mm_counts = run_mmcurate_text(sorted(folder.glob("*.warc*")), work / f"out-{folder.name}", mode)
         for tool, m, c in (("datatrove", dt, dt_counts), ("mmcurate", mm, mm_counts)):
+            cpu[label, tool] = m.cpu
             pages = c.get("read", 0)
             rows.append([label, tool, pages, c.get("extracted", 0), c.get("kept", 0), m.wall, pages / m.wall,
                          1000 * m.cpu / max(1, pages), m.rss_mib])
         ratio = (mm_counts["read"] / mm.wall) / (dt_counts.get("read", 0) / dt.wall) if dt_counts.get("read") else float("nan")
         cpu_ratio = (mm.cpu / max(1, mm_counts["read"])) / (dt.cpu / max(1, dt_counts.get("read", 1)))
         rows.append([label, "mmcurate / datatrove", "", "", "", mm.wall / dt.wall, ratio, cpu_ratio, mm.rss_mib / dt.rss_mib])
+        print(f"{label}: pages per CPU-second, mmcurate / datatrove = {1 / cpu_ratio:.2f} "
+              f"({mm_counts['read'] / mm.cpu:.1f} against {dt_counts.get('read', 0) / dt.cpu:.1f}; "
+              f"load average {', '.join(f'{x:.1f}' for x in os.getloadavg())})", flush=True)
+    # Start-up (the one-page run) against the cost of each further page: the ratio
+    # above depends on the input's size as long as start-up is a large part of it.
+    big = f"generated ({n_pages} pages)"
+    per_page = {tool: (cpu[big, tool] - cpu["one page", tool]) / max(1, n_pages - 1) for tool in ("datatrove", "mmcurate")}
+    print(f"start-up CPU s (one page): datatrove {cpu['one page', 'datatrove']:.2f}, mmcurate {cpu['one page', 'mmcurate']:.2f}; "
+          f"CPU ms per further page: datatrove {1000 * per_page['datatrove']:.1f}, mmcurate {1000 * per_page['mmcurate']:.1f} "
+          f"(pages per CPU-second past start-up, mmcurate / datatrove = {per_page['datatrove'] / per_page['mmcurate']:.2f})", flush=True)
     return rows
 
 
