@@ -12,6 +12,7 @@ from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
+from beam_checks import assert_outputs
 from docfactory import PROSE
 from imagegen import SVG, animated_gif, encode, jpeg, photo, recompressed, resized
 from mmcurate.filters import reasons
@@ -138,10 +139,10 @@ DEDUP_CONFIG = ImagesConfig(max_doc_frequency=3)
 def test_dedup_and_document_rules_on_generated_images():
     p = TestPipeline()
     result = p | "Docs" >> beam.Create(DOCS) | CurateImages(DEDUP_CONFIG, p | "Captured" >> beam.Create(CAPTURED))
-    assert_that(
+    checks = {}
+    checks["kept"] = (
         result.kept | beam.Map(lambda d: (d.doc_id, tuple(n.src.rsplit("/", 1)[1] for n in d.image_nodes))),
-        equal_to(
-            [
+        [
                 ("a", ("p1.jpg", "p2.jpg")),
                 ("b", ("p1-resized.jpg", "p3.jpg")),  # near-duplicate of a's p1, another document: kept
                 ("c", ("p4.jpg",)),
@@ -152,32 +153,24 @@ def test_dedup_and_document_rules_on_generated_images():
                 ("logo4", ("p8.jpg",)),
                 ("set-first", ("p9.jpg", "p3.jpg")),
                 ("data", ("p2.jpg",)),
-            ]
-        ),
-        label="kept",
+        ],
     )
     page_rows = result.rejected | "Pages" >> beam.Filter(lambda r: r.subject == "page")
-    assert_that(
+    checks["pages"] = (
         page_rows | "PageReasons" >> beam.Map(lambda r: (r.doc_id, r.stage, r.reason, r.detail)),
-        equal_to(
-            [
+        [
                 ("set-copy", "images", reasons.IMAGE_DOCUMENT_DUPLICATE_SET, "survivor=set-first"),
                 ("uncaptured", "images", reasons.IMAGE_DOCUMENT_NO_IMAGES, ""),
                 ("refused", "images", reasons.IMAGE_DOCUMENT_NO_IMAGES, ""),
-            ]
-        ),
-        label="pages",
+        ],
     )
-    assert_that(
-        result.errors | "PageErrors" >> beam.Filter(lambda r: r.subject == "page"), equal_to([]), label="page-errors"
-    )
+    checks["page-errors"] = (result.errors | "PageErrors" >> beam.Filter(lambda r: r.subject == "page"), [])
     # Images not retrieved are failures (errors); refused images are rejections.
     image_rows = (result.rejected, result.errors) | "Decisions" >> beam.Flatten() | "Images" >> beam.Filter(lambda r: r.subject == "image")
-    assert_that(
+    checks["image-decisions"] = (
         image_rows
         | "ImageReasons" >> beam.Map(lambda r: (r.kind, r.reason, r.doc_id if not r.url else r.url.rsplit("/", 1)[1][:12])),
-        equal_to(
-            [
+        [
                 ("error", reasons.IMAGE_NOT_CAPTURED, "x.jpg"),
                 ("rejected", reasons.IMAGE_TOO_SMALL, "small.jpg"),
                 ("rejected", reasons.IMAGE_ASPECT_RATIO, "wide.jpg"),
@@ -185,16 +178,13 @@ def test_dedup_and_document_rules_on_generated_images():
                 ("error", reasons.IMAGE_UNSUPPORTED_SCHEME, "png;base64,i"),
                 ("rejected", reasons.IMAGE_DUPLICATE_IN_DOCUMENT, "p4-recompres"),
                 ("rejected", reasons.IMAGE_TOO_FREQUENT, sha(BYTES["logo"])),
-            ]
-        ),
-        label="image-decisions",
+        ],
     )
-    assert_that(
+    checks["in-document"] = (
         image_rows
         | "Dup" >> beam.Filter(lambda r: r.reason == reasons.IMAGE_DUPLICATE_IN_DOCUMENT)
         | beam.Map(lambda r: (r.value <= 5, r.threshold, "document c" in r.detail)),
-        equal_to([(True, 5.0, True)]),
-        label="in-document",
+        [(True, 5.0, True)],
     )
     rows = result.images | "Rows" >> beam.Map(
         lambda r: (
@@ -230,20 +220,19 @@ def test_dedup_and_document_rules_on_generated_images():
         (("svg.jpg",), "rejected", reasons.IMAGE_SVG, None, False, False),
         (("png;base64,iVBORw0KGgo=",), "failed", reasons.IMAGE_UNSUPPORTED_SCHEME, None, False, False),
     ]
-    assert_that(rows, equal_to(expected_rows), label="rows")
+    checks["rows"] = (rows, expected_rows)
     # Every row fits the images table's schema.
-    assert_that(
+    checks["schema"] = (
         result.images | "Fits" >> beam.combiners.ToList() | beam.Map(lambda rs: records_to_table(rs, IMAGES).num_rows),
-        equal_to([len(expected_rows)]),
-        label="schema",
+        [len(expected_rows)],
     )
-    assert_that(
+    checks["animated"] = (
         result.kept
         | "FirstFrame" >> beam.Filter(lambda d: d.doc_id == "exact")
         | beam.Map(lambda d: (d.image_nodes[1].width, d.image_nodes[1].height, len(d.image_nodes[1].phash))),
-        equal_to([(200, 200, 16)]),
-        label="animated",
+        [(200, 200, 16)],
     )
+    assert_outputs(checks)
     outcome = p.run()
     outcome.wait_until_finish()
     assert counter(outcome, "kept") == 10

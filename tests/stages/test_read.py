@@ -18,6 +18,7 @@ from mmcurate.filters import reasons
 from mmcurate.pipeline.config import ReadConfig
 from mmcurate.schemas import make_doc_id
 from mmcurate.stages.read import ReadWarc, ReadWarcFileFn
+from beam_checks import assert_outputs
 from warcbuild import WarcBuilder, lie_about_length, record_spans, truncate_record, write_arc
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "warc"
@@ -56,8 +57,7 @@ def run_read(patterns, config: ReadConfig | None = None, pages=(), images=(), re
     expected = {"pages": pages, "images": images, "rejected": rejected, "errors": errors}
     p = TestPipeline()
     result = p | ReadWarc([str(x) for x in patterns], config or ReadConfig())
-    for name, want in expected.items():
-        assert_that(getattr(result, name) | f"Key{name}" >> beam.Map(keyers[name]), equal_to(list(want)), label=f"Check{name}")
+    assert_outputs({name: (getattr(result, name) | f"Key{name}" >> beam.Map(keyers[name]), want) for name, want in expected.items()})
     run = p.run()
     run.wait_until_finish()
     counters = counters_of(run)
