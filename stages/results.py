@@ -68,20 +68,22 @@ def rejection_decision(
     ``node``, of that image node a stage removed from ``doc`` while the document went
     on (subject ``image``, keyed by the image's id; the detail names the document,
     then ``note``)."""
-    image = node is not None
+    if node is None:
+        subject = dict(
+            doc_id=doc.doc_id, url=doc.url, detail=verdict.detail, signals=dict(doc.signals),
+            subject=SUBJECT_PAGE, document=doc,
+        )
+    else:
+        detail = "; ".join(filter(None, (f"document {doc.doc_id}", note)))
+        subject = dict(doc_id=node.image_id or "", url=node.src, detail=detail, subject=SUBJECT_IMAGE)
     return Decision(
-        doc_id=(node.image_id or "") if image else doc.doc_id,
-        url=node.src if image else doc.url,
         stage=stage,
         kind=KIND_REJECTED,
         reason=verdict.reason,
         provenance=doc.provenance,
         value=verdict.value,
         threshold=verdict.threshold,
-        detail="; ".join(filter(None, (f"document {doc.doc_id}", note))) if image else verdict.detail,
-        signals={} if image else dict(doc.signals),
-        subject=SUBJECT_IMAGE if image else SUBJECT_PAGE,
-        document=None if image else doc,
+        **subject,
     )
 
 
