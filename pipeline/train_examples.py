@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator, Optional, Sequence
 
-from mmcurate.filters.quality import normalize_text
+from mmcurate.filters.quality import normalize_text, normalize_texts
 
 
 @dataclass(frozen=True)
@@ -108,8 +108,9 @@ def wmt_examples(files: Sequence[WmtFile], language: str, lines_per_doc: int = 1
             continue
         label = 1 if f.kind == "hyp" else 0
         lines = f.path.read_text(encoding="utf-8").splitlines()
-        for block, start in enumerate(range(0, len(lines) - lines_per_doc + 1, lines_per_doc)):
-            normalized = normalize_text("\n".join(lines[start : start + lines_per_doc]))
+        starts = range(0, len(lines) - lines_per_doc + 1, lines_per_doc)
+        texts = normalize_texts(["\n".join(lines[start : start + lines_per_doc]) for start in starts])
+        for block, normalized in enumerate(texts):
             if not normalized or normalized in seen:
                 continue
             seen.add(normalized)

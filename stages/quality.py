@@ -34,7 +34,7 @@ import apache_beam as beam
 import numpy as np
 
 from mmcurate.filters import llm_text, lsh, machine_translation, rewrites
-from mmcurate.filters.quality import QUALITY_SCORE, min_quality, normalize_text, positive_probabilities, probabilities
+from mmcurate.filters.quality import QUALITY_SCORE, min_quality, normalize_texts, positive_probabilities, probabilities
 from mmcurate.filters.verdict import DocumentFilter
 from mmcurate.stages.config import QualityConfig
 from mmcurate.stages.engines.text_classifiers import MT_PREFIX, default_embedding_model, load_text_model, model_paths
@@ -81,7 +81,7 @@ class FastTextModelHandler:
         return FastTextModels((kind, load_text_model(path)) for kind, path in self._paths.items())
 
     def run_inference(self, batch: Sequence[Document], model: FastTextModels, inference_args=None) -> Iterable[Document]:
-        texts = [normalize_text(doc.text) for doc in batch]
+        texts = normalize_texts([doc.text for doc in batch])
         signals: list[dict[str, float]] = [{} for _ in batch]
         for kind, m in model.items():
             if kind.startswith(MT_PREFIX):
