@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import re
 from typing import Sequence
-from urllib.parse import urlsplit
 
 from mmcurate.filters import reasons
 from mmcurate.filters.quality import normalize_text
+from mmcurate.filters.site_scores import SiteSignal, site_high_score
 from mmcurate.filters.verdict import Verdict, keep, reject
 from mmcurate.schemas import Document
 
@@ -25,6 +25,8 @@ MATTR = "llm.mattr"
 REPEATED_TRIGRAMS = "llm.repeated_trigram_ratio"
 SITE_SCORE = "llm.site_score"
 SITE_DOCS = "llm.site_docs"
+# The site mean of llm_score: one site per registered domain, every language together.
+SITE = SiteSignal(LLM_SCORE, SITE_SCORE, SITE_DOCS)
 
 # Phrases chat assistants print and people almost never write; the "ChatGPT
 # fingerprints" that Cabanac's Problematic Paper Screener searches the literature for
@@ -114,16 +116,7 @@ def llm_classifier(doc: Document, *, max_score: float) -> Verdict:
 
 
 def llm_site(doc: Document, *, max_score: float, min_docs: int) -> Verdict:
-    """Reject a page of a site (host) whose mean ``llm_score`` over at least
-    ``min_docs`` pages is at or above ``max_score``: page-level detectors are weak on
-    web text, the mean over a site's pages much less so."""
-    score, docs = doc.signals.get(SITE_SCORE), doc.signals.get(SITE_DOCS, 0.0)
-    if score is not None and docs >= min_docs and score >= max_score:
-        return reject(reasons.LLM_SITE_HIGH_SCORE, score, max_score, detail=f"site_docs={docs:.0f}")
-    return keep()
-
-
-def site_of(url: str) -> str:
-    """The host a page belongs to, lower-case, without a leading ``www.``."""
-    host = (urlsplit(url).hostname or "").lower()
-    return host[4:] if host.startswith("www.") else host
+    """Reject a page of a site whose mean ``llm_score`` over at least ``min_docs``
+    pages is above ``max_score``: page-level detectors are weak on web text, the mean
+    over a site's pages much less so (``filters/site_scores.py``)."""
+    return site_high_score(doc, signal=SITE, reason=reasons.LLM_SITE_HIGH_SCORE, max_score=max_score, min_docs=min_docs)

@@ -126,6 +126,9 @@ MT_WIDGET = "mt.widget"
 MT_HREFLANG_FANOUT = "mt.hreflang_fanout"
 MT_URL_LANGUAGE_MISMATCH = "mt.url_language_mismatch"
 MT_HIGH_SCORE = "mt.high_score"
+# (filters/mt_combined.py: the text score with the site's mean or the page's evidence)
+MT_SITE_HIGH_SCORE = "mt.site_high_score"
+MT_PAGE_AND_SCORE = "mt.page_and_score"
 
 # llm: text written by weak models (stage: quality; filters/llm_text.py)
 LLM_TEMPLATE_PHRASE = "llm.template_phrase"
@@ -259,6 +262,8 @@ ALL_REASONS = frozenset(
         MT_HREFLANG_FANOUT,
         MT_URL_LANGUAGE_MISMATCH,
         MT_HIGH_SCORE,
+        MT_SITE_HIGH_SCORE,
+        MT_PAGE_AND_SCORE,
         LLM_TEMPLATE_PHRASE,
         LLM_HIGH_SCORE,
         LLM_SITE_HIGH_SCORE,

@@ -12,9 +12,13 @@ decision rows alike. Then the rules run in one ParDo, cheapest first:
    ``mt.url_language_mismatch`` (off by default);
 2. weak-model text features: ``llm.template_phrase`` (and the signals
    ``llm.mattr``, ``llm.repeated_trigram_ratio``);
-3. the classifiers: ``quality.low_score``, ``mt.high_score``, ``llm.high_score``;
-4. with ``llm.site``: ``llm.site_high_score``, on the mean ``llm_score`` of the
-   page's host, computed by a GroupByKey on the host and joined back by doc_id.
+3. the classifiers: ``quality.low_score``, ``mt.high_score``, with
+   ``mt.page_and_score`` on ``mt.page_and_score`` (a page that declares machine
+   translation and scores as MT), ``llm.high_score``;
+4. with ``llm.site`` / ``mt.site``: ``llm.site_high_score``, ``mt.site_high_score``,
+   on the mean score of the page's site (``stages/site_scores.py``: compact
+   ``((signal, site), score)`` records summed per site by a CombinePerKey, the table
+   of sites as a side input of the documents' pass; no document is keyed or grouped).
 
 Then, with ``rewrite.enabled``, semantic near-duplicates among the kept documents:
 sentence embeddings (all-MiniLM-L6-v2, ``SentenceEmbeddingModelHandler``), random-
@@ -33,12 +37,14 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 import apache_beam as beam
 import numpy as np
 
-from mmcurate.filters import llm_text, lsh, machine_translation, rewrites
+from mmcurate.filters import llm_text, lsh, machine_translation, mt_combined, rewrites
 from mmcurate.filters.quality import QUALITY_SCORE, min_quality, normalize_texts, positive_probabilities, probabilities
+from mmcurate.filters.site_scores import SiteSignal
 from mmcurate.filters.verdict import DocumentFilter
 from mmcurate.stages.config import QualityConfig
 from mmcurate.stages.engines.text_classifiers import MT_PREFIX, default_embedding_model, load_text_model, model_paths
 from mmcurate.stages.model_batches import BatchModel, RunModel
+from mmcurate.stages.site_scores import AggregateSiteScores
 from mmcurate.schemas import Document
 from mmcurate.stages.results import (
     COUNTER_KEPT,
@@ -120,57 +126,25 @@ def quality_filters(config: QualityConfig) -> list[DocumentFilter]:
     filters.append(partial(min_quality, min_score=config.min_score))
     if mt.enabled:
         filters.append(partial(machine_translation.mt_classifier, max_score=mt.max_score, max_scores=mt.max_scores))
+        if mt.page_and_score:
+            filters.append(partial(mt_combined.mt_page_and_score, max_score=mt.page_max_score))
     if llm.enabled:
         filters.append(partial(llm_text.llm_classifier, max_score=llm.max_score))
         if llm.site:
             filters.append(partial(llm_text.llm_site, max_score=llm.site_max_score, min_docs=llm.site_min_docs))
+    if mt.enabled and mt.site:
+        filters.append(partial(mt_combined.mt_site, max_score=mt.site_max_score, min_docs=mt.site_min_docs))
     return filters
 
 
-# --- site-level aggregation of llm_score -------------------------------------------
-
-
-def _site_entry(doc: Document) -> tuple[str, tuple[str, float]]:
-    return llm_text.site_of(doc.url), (doc.doc_id, doc.signals[llm_text.LLM_SCORE])
-
-
-def _site_mean(element: tuple[str, Iterable[tuple[str, float]]]) -> Iterable[tuple[str, tuple[float, int]]]:
-    _, members = element
-    members = list(members)
-    mean = sum(score for _, score in members) / len(members)
-    for doc_id, _ in members:
-        yield doc_id, (mean, len(members))
-
-
-def _with_site_score(element: tuple[str, dict]) -> Iterable[Document]:
-    _, joined = element
-    site = list(joined["site"])
-    for doc in joined["doc"]:
-        if site:
-            mean, n = site[0]
-            doc = doc.with_signals({llm_text.SITE_SCORE: mean, llm_text.SITE_DOCS: float(n)})
-        yield doc
-
-
-class AggregateSiteScores(beam.PTransform):
-    """Adds ``llm.site_score`` (mean ``llm_score`` of the page's host) and ``llm.site_docs``.
-
-    Only (doc_id, score) pairs travel by host; documents join back by doc_id.
-    """
-
-    def expand(self, docs: beam.PCollection) -> beam.PCollection:
-        means = (
-            docs
-            | "KeyByHost" >> beam.Map(_site_entry)
-            | "GroupByHost" >> beam.GroupByKey()
-            | "MeanPerHost" >> beam.FlatMap(_site_mean)
-        )
-        keyed = docs | "KeyByDocId" >> beam.Map(lambda d: (d.doc_id, d))
-        return (
-            {"doc": keyed, "site": means}
-            | "JoinSiteScores" >> beam.CoGroupByKey()
-            | "AddSiteScores" >> beam.FlatMap(_with_site_score)
-        )
+def site_signals(config: QualityConfig) -> list[SiteSignal]:
+    """The scores the stage averages per site, as config turns them on."""
+    signals = []
+    if config.llm.enabled and config.llm.site:
+        signals.append(llm_text.SITE)
+    if config.mt.enabled and config.mt.site:
+        signals.append(mt_combined.SITE)
+    return signals
 
 
 # --- rewrites: sentence embeddings, LSH, cosine ------------------------------------
@@ -317,8 +291,8 @@ class ScoreQuality(beam.PTransform):
     def expand(self, docs: beam.PCollection) -> StageResult:
         config = self._config
         scored = docs | "Score" >> RunModel(self._scorer)
-        if config.llm.enabled and config.llm.site:
-            scored = scored | "SiteScores" >> AggregateSiteScores()
+        if site_signals(config):
+            scored = scored | "SiteScores" >> AggregateSiteScores(site_signals(config))
         result = scored | "Rules" >> ApplyDocumentFilters(STAGE, quality_filters(config))
         if not config.rewrite.enabled:
             return result

@@ -47,6 +47,25 @@ class QualityMtConfig(_Section):
     # URL language (/fr/, fr.example.org, ?lang=fr) vs content language: a signal
     # always, a rejection only when this is on.
     reject_url_language_mismatch: bool = False
+    # Site-level aggregation (filters/mt_combined.py, stages/site_scores.py): the mean
+    # mt_score of a site's pages in the page's language, as the signals mt.site_score
+    # and mt.site_docs. Off by default: no site threshold reaches precision 0.95 on
+    # held-out source languages at every site size measured (docs/stages.md), so on it
+    # would only score, and it makes the stage wait for every page's score first.
+    site: bool = False
+    # With site on: reject the pages of a site whose mean mt_score in that language is
+    # above this; 1 scores without rejecting (no threshold measured holds, above).
+    site_max_score: float = Field(default=1.0, ge=0, le=1)
+    # With site on: sites with fewer pages than this in the language are not judged
+    # (the benchmark's smallest site is 5 documents).
+    site_min_docs: int = Field(default=5, ge=1)
+    # mt.page_and_score: reject a page that declares machine translation (a notice or
+    # a translation widget in its HTML) and whose mt_score is above page_max_score.
+    # Off: no labelled web pages exist here to measure its precision (docs/stages.md).
+    page_and_score: bool = False
+    # With page_and_score on: the mt_score above which a declaring page is rejected;
+    # 0.5, the models' balanced decision point, is ours, not a measured figure.
+    page_max_score: float = Field(default=0.5, ge=0, le=1)
 
     @field_validator("max_scores")
     @classmethod
@@ -75,11 +94,12 @@ class QualityLlmConfig(_Section):
     max_score: float = Field(default=1.0, ge=0, le=1)
     # Chat-assistant template phrases ("as an AI language model") that reject.
     min_template_phrases: int = Field(default=1, ge=1)
-    # Site-level aggregation: mean llm_score per host (a Beam shuffle by host).
+    # Site-level aggregation: mean llm_score per site (registered domain; only compact
+    # records cross a shuffle, stages/site_scores.py).
     site: bool = False
-    # With site on: reject a host's documents when its mean llm_score is above this.
+    # With site on: reject a site's pages when its mean llm_score is above this.
     site_max_score: float = Field(default=0.5, ge=0, le=1)
-    # With site on: hosts with fewer documents than this are not judged.
+    # With site on: sites with fewer pages than this are not judged.
     site_min_docs: int = Field(default=5, ge=1)
 
 

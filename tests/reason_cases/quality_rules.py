@@ -10,7 +10,7 @@ import dataclasses
 from typing import Any, Callable
 
 from docfactory import PROSE, make_doc
-from mmcurate.filters import llm_text, machine_translation, reasons, rewrites
+from mmcurate.filters import llm_text, machine_translation, mt_combined, reasons, rewrites
 from mmcurate.filters.mt_page import page_markers
 from mmcurate.filters.quality import QUALITY_SCORE, min_quality
 from mmcurate.stages.config import QualityConfig
@@ -19,7 +19,8 @@ from reason_cases import ReasonCase, rejected_by
 
 CONFIG = QualityConfig(
     min_score=0.5,
-    mt={"max_score": 0.9, "reject_url_language_mismatch": True},
+    mt={"max_score": 0.9, "reject_url_language_mismatch": True, "site": True, "site_max_score": 0.5, "site_min_docs": 5,
+        "page_and_score": True, "page_max_score": 0.5},
     llm={"max_score": 0.9, "site": True, "site_max_score": 0.5, "site_min_docs": 5},
     rewrite={"threshold": 0.9},
 )
@@ -53,6 +54,9 @@ TABLE = [
     (llm_text.llm_classifier, doc("q7", signals={llm_text.LLM_SCORE: 0.95}), reasons.LLM_HIGH_SCORE),
     (llm_text.llm_site, doc("q8", signals={llm_text.SITE_SCORE: 0.8, llm_text.SITE_DOCS: 6.0}), reasons.LLM_SITE_HIGH_SCORE),
     (min_quality, doc("q9", signals={QUALITY_SCORE: 0.2}), reasons.QUALITY_LOW_SCORE),
+    (mt_combined.mt_site, doc("q10", signals={mt_combined.SITE_SCORE: 0.8, mt_combined.SITE_DOCS: 6.0}), reasons.MT_SITE_HIGH_SCORE),
+    # a widget on a page under no language path (mt.widget keeps it), text scored 0.7
+    (mt_combined.mt_page_and_score, doc("q11", signals={**page_markers(WEGLOT), machine_translation.MT_SCORE: 0.7}), reasons.MT_PAGE_AND_SCORE),
 ]
 
 
