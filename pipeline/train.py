@@ -1,7 +1,10 @@
-"""``mmcurate train KIND``: a fastText classifier for the ``quality`` stage.
+"""``mmcurate train KIND``: a text classifier for the ``quality`` stage.
 
 KIND is ``quality`` (positive: good text), ``mt`` (positive: machine-translated
-text) or ``llm`` (positive: text written by a model). Every text passes through
+text) or ``llm`` (positive: text written by a model). ``--model`` chooses the
+classifier: ``fasttext`` (a fastText supervised model, ``.bin``; the default for
+quality and llm) or ``linear`` (tf-idf logistic regression over hashed word and
+word-pair features, ``.npz``; the default for mt). Every text passes through
 ``filters.quality.normalize_text``, the function the stage scores with.
 
 What it reads, and how it holds out by source: ``pipeline.train_examples``. At the
@@ -175,7 +178,8 @@ def predict(model, texts: Sequence[str]) -> list[float]:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="mmcurate train",
-        description="Train a fastText classifier for the quality stage.",
+        description="Train a text classifier for the quality stage: fastText (.bin) or, with --model linear "
+        "(the default for mt), tf-idf logistic regression over hashed features (.npz).",
         epilog="kinds:\n"
         + "\n".join(f"  {k:8s} {v}" for k, v in KINDS.items())
         + "\n\n"
@@ -190,7 +194,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--language", metavar="L", help="with --wmt: the language to detect machine translation in (en, de, zh, ...)")
     p.add_argument("--wmt-exclude", nargs="+", default=[], metavar="GLOB",
                    help="with --wmt: leave out files whose name matches (e.g. a reference post-edited from a system)")
-    p.add_argument("--output", "-o", required=True, metavar="MODEL.bin", help="where to write the model")
+    p.add_argument("--output", "-o", required=True, metavar="MODEL",
+                   help="where to write the model (.bin for fasttext, .npz for linear)")
     p.add_argument("--lines-per-doc", type=int, default=None, metavar="N",
                    help="plain text: N consecutive lines make a document (default 0: blank-line separated; "
                         "10 for --wmt)")
