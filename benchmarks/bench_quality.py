@@ -1,7 +1,7 @@
 """Detectors of the quality stage: held-out precision, recall, ROC AUC and docs/s.
 
     .venv/bin/python benchmarks/bench_quality.py [--data ../shared/data] [--no-rewrite]
-        [--mt-languages en,de,...] [--skip-llm] [--skip-quality]
+        [--mt-languages en,de,...] [--site-sizes 1,5,10,20] [--skip-llm] [--skip-quality]
 
 Machine translation is judged by how it generalises. For every target language of
 the WMT txt folders (``mt-wmt22``, ``mt-wmt23``), on documents of 10 consecutive
@@ -23,6 +23,14 @@ publishes machine translation publishes many pages), and precision/recall at the
 threshold that reaches precision 0.95 on a balanced prior (positives and negatives
 weighted equally, since the test sets hold ~10 system outputs per reference), if
 any. Held-out figures pool the scores of all held-out folds.
+
+Site level (``--site-sizes``, default 1,5,10,20 documents a site; 1: single
+documents), on the held-out source languages where a target has 2+ of them, else on
+the four held-out-system folds: for each fold, precision (balanced), recall and
+false-positive sites at the threshold that reaches precision 0.95 on the *other*
+folds' sites (a threshold chosen without the fold it is measured on, as a default
+would meet a new source), and at the one threshold that reaches it on all folds
+pooled. A default rejection threshold needs precision 0.95 on every held-out fold.
 
 Weak-model text: leave one generator out (train on the other four, test on the
 held-out model's texts and on human texts no training text shares), per generator;
@@ -51,6 +59,8 @@ from mmcurate.pipeline.train import evaluate, fit, model_kind, parser, predict, 
 from mmcurate.pipeline.train_examples import Example, _hash, balance, load_examples, split_examples, wmt_examples, wmt_files
 
 SITE_PAGES = 5
+# Site sizes (documents per site) of the site-level precision/recall (1: single documents).
+SITE_SIZES = (1, 5, 10, 20)
 TARGET_PRECISION = 0.95
 
 
@@ -84,9 +94,9 @@ def balanced_precision_threshold(labels, scores, target: float = TARGET_PRECISIO
     return None
 
 
-def site_auc(examples: Sequence[Example], scores: Sequence[float], pages: int = SITE_PAGES) -> float:
-    """ROC AUC of the mean score of ``pages`` documents of one system (or one human
-    reference, or the originals) of one pair, in line order."""
+def site_scores(examples: Sequence[Example], scores: Sequence[float], pages: int) -> tuple[list[int], list[float]]:
+    """Labels and mean scores of "sites": ``pages`` consecutive documents (in line
+    order) of one system, or one human reference, or the originals, of one pair."""
     by_source = defaultdict(list)
     for ex, score in zip(examples, scores):
         by_source[(ex.label, ex.system, ex.year, ex.source)].append((ex.group, score))
@@ -96,7 +106,72 @@ def site_auc(examples: Sequence[Example], scores: Sequence[float], pages: int = 
         for i in range(0, len(members) - pages + 1, pages):
             labels.append(label)
             means.append(float(np.mean([m[1] for m in members[i : i + pages]])))
-    return roc_auc(labels, means)
+    return labels, means
+
+
+def site_auc(examples: Sequence[Example], scores: Sequence[float], pages: int = SITE_PAGES) -> float:
+    """ROC AUC of the mean score of ``pages`` documents of one system (or one human
+    reference, or the originals) of one pair, in line order."""
+    return roc_auc(*site_scores(examples, scores, pages))
+
+
+def precision_recall_at(labels, scores, threshold: float) -> tuple[float, float, int, int]:
+    """Balanced precision (both classes weighted to equal totals), recall, and the
+    counts of positives and negatives flagged, flagging scores >= ``threshold``."""
+    y = np.asarray(labels, dtype=bool)
+    flagged = np.asarray(scores, dtype=np.float64) >= threshold
+    tp, fp = int((flagged & y).sum()), int((flagged & ~y).sum())
+    recall, fpr = tp / max(int(y.sum()), 1), fp / max(int((~y).sum()), 1)
+    return (recall / (recall + fpr) if recall + fpr else float("nan")), recall, tp, fp
+
+
+def site_threshold_rows(folds: Sequence[tuple[str, Sequence[Example], Sequence[float]]], pages: int) -> dict:
+    """Site-level precision and recall on held-out folds, for sites of ``pages``
+    documents (1: single documents), at two thresholds:
+
+    - ``cross``: for each fold, the threshold that reaches balanced precision 0.95 on
+      the sites of the *other* folds, applied to this fold;
+    - ``pooled``: the one threshold that reaches it on all folds' sites together (what
+      a default would be; chosen on the folds it is then measured on, so the
+      ``cross`` figures are the honest estimate), with each fold's figures at it.
+
+    Returns {"pooled": (threshold, precision, recall) or None, "folds": [per fold:
+    name, positive and negative sites, cross threshold, precision, recall, false
+    positives, and precision, recall, false positives at the pooled threshold]}."""
+    sites = [(name, *site_scores(test, scores, pages)) for name, test, scores in folds]
+    all_labels = [y for _, labels, _ in sites for y in labels]
+    all_means = [m for _, _, means in sites for m in means]
+    pooled = balanced_precision_threshold(all_labels, all_means)
+    rows = []
+    for name, labels, means in sites:
+        other_labels = [y for n, ls, _ in sites if n != name for y in ls]
+        other_means = [m for n, _, ms in sites if n != name for m in ms]
+        cross = balanced_precision_threshold(other_labels, other_means) if other_labels else None
+        row = {"name": name, "pos": sum(labels), "neg": len(labels) - sum(labels), "cross": None, "pooled": None}
+        if cross is not None:
+            row["cross"] = (cross[0], *precision_recall_at(labels, means, cross[0]))
+        if pooled is not None:
+            row["pooled"] = (pooled[0], *precision_recall_at(labels, means, pooled[0]))
+        rows.append(row)
+    return {"pooled": pooled, "folds": rows}
+
+
+def print_site_thresholds(language: str, protocol: str, folds, sizes: Sequence[int] = SITE_SIZES) -> None:
+    """One block per site size: the pooled threshold, then per fold the cross-fold
+    and pooled thresholds' precision (P), recall (R) and false-positive sites (FP)."""
+    for pages in sizes:
+        result = site_threshold_rows(folds, pages)
+        pooled = result["pooled"]
+        head = f"pooled threshold {pooled[0]:.3f} (P {pooled[1]:.3f} R {pooled[2]:.3f})" if pooled else "no pooled threshold reaches P 0.95"
+        print(f"  {language:3s} site({pages:2d}) {protocol}: {head}", flush=True)
+        for row in result["folds"]:
+            def at(v):
+                if not v:
+                    return "none"
+                precision = "  -  " if v[1] != v[1] else f"{v[1]:.3f}"  # nan: nothing flagged
+                return f"t {v[0]:.3f} P {precision} R {v[2]:.3f} FP {v[4]}"
+            print(f"  {language:3s}   {row['name']:28s} {row['pos']:5d}+/{row['neg']:4d}- sites  "
+                  f"other folds' threshold: {at(row['cross'])}  pooled: {at(row['pooled'])}", flush=True)
 
 
 def _row(name: str, test: Sequence[Example], scores: Sequence[float]) -> dict:
@@ -142,7 +217,8 @@ def mt_folds(examples: Sequence[Example], seed: int = 0) -> dict[str, list[tuple
     return folds
 
 
-def bench_mt(data: Path, languages: Sequence[str], extra: Sequence[str] = ()) -> dict[str, list[dict]]:
+def bench_mt(data: Path, languages: Sequence[str], extra: Sequence[str] = (),
+             site_sizes: Sequence[int] = SITE_SIZES) -> dict[str, list[dict]]:
     files = wmt_files(build_models.wmt_dirs(data), build_models.WMT_EXCLUDE)
     args = _args("mt", [*build_models.MT_ARGS, *extra])
     results: dict[str, list[dict]] = {}
@@ -158,11 +234,17 @@ def bench_mt(data: Path, languages: Sequence[str], extra: Sequence[str] = ()) ->
         rows = [_row("split", test, scores)]
         _print(language, rows[0])
         pooled_tests, pooled_scores = [], []
-        for name, runs in mt_folds(examples, args.seed).items():
+        folds = mt_folds(examples, args.seed)
+        site_folds, system_tests, system_scores = [], [], []
+        for name, runs in folds.items():
             tests, scores = [], []
             for tr, te in runs:
                 scores += predict(_train(tr, args), [e.text for e in te])
                 tests += te
+            if name.startswith("held-out source"):
+                site_folds.append((name.removeprefix("held-out source "), tests, scores))
+            elif name == "held-out systems":
+                system_tests, system_scores = tests, scores
             row = _row(name, tests, scores)
             if name == "held-out systems":
                 row["auc"] = float(np.mean([roc_auc([e.label for e in te], s) for te, s in _per_fold(runs, tests, scores)]))
@@ -174,6 +256,12 @@ def bench_mt(data: Path, languages: Sequence[str], extra: Sequence[str] = ()) ->
         if pooled_tests:
             rows.append(_row("held-out sources, pooled", pooled_tests, pooled_scores))
             _print(language, rows[-1])
+        if site_folds:
+            print_site_thresholds(language, "held-out sources", site_folds, site_sizes)
+        elif "held-out systems" in folds:
+            per_fold = _per_fold(folds["held-out systems"], system_tests, system_scores)
+            systems = [(f"systems fold {k}", te, s) for k, (te, s) in enumerate(per_fold)]
+            print_site_thresholds(language, "held-out systems", systems, site_sizes)
         print(f"  {language:3s} {rate:,.0f} docs/s scoring normalised text, {rate_with_normalising:,.0f} docs/s "
               f"with normalisation (CPU time of 1 thread, 2,000 documents of 10 segments)", flush=True)
         results[language] = rows
@@ -290,6 +378,8 @@ def main() -> int:
     p.add_argument("--mt-languages", default="", help="comma-separated targets (default: every one the data has)")
     p.add_argument("--mt-train-args", default="", help="extra `mmcurate train` flags for the MT models, e.g. "
                    "'--bits 20 --c 3' (to compare against the shipped settings)")
+    p.add_argument("--site-sizes", default=",".join(map(str, SITE_SIZES)),
+                   help="documents per site for the site-level precision/recall (1: single documents)")
     p.add_argument("--skip-llm", action="store_true")
     p.add_argument("--skip-quality", action="store_true")
     p.add_argument("--no-rewrite", action="store_true", help="skip the embedding benchmark")
@@ -310,7 +400,7 @@ def main() -> int:
             mt_pos, mt_neg = build_models._wmt(args.data)
             _bench("quality (human vs machine)", "quality", mt_neg + llm_neg, mt_pos + llm_pos, 10)
     print("== mt (documents of 10 segments)")
-    bench_mt(args.data, languages, args.mt_train_args.split())
+    bench_mt(args.data, languages, args.mt_train_args.split(), [int(x) for x in args.site_sizes.split(",") if x])
     if not args.no_rewrite:
         _rewrite(args.data, args.rewrite_blocks)
     return 0

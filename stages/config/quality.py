@@ -49,9 +49,10 @@ class QualityMtConfig(_Section):
     reject_url_language_mismatch: bool = False
     # Site-level aggregation (filters/mt_combined.py, stages/site_scores.py): the mean
     # mt_score of a site's pages in the page's language, as the signals mt.site_score
-    # and mt.site_docs. Off by default: no site threshold reaches precision 0.95 on
-    # held-out source languages at every site size measured (docs/stages.md), so on it
-    # would only score, and it makes the stage wait for every page's score first.
+    # and mt.site_docs. Off by default: no site threshold chosen on other source
+    # languages holds precision 0.95 on a held-out one at 5, 10 or 20 pages
+    # (benchmarks/bench_quality.py, docs/stages.md), so on it would only score, and it
+    # makes the stage wait for every page's score before deciding any.
     site: bool = False
     # With site on: reject the pages of a site whose mean mt_score in that language is
     # above this; 1 scores without rejecting (no threshold measured holds, above).
