@@ -12,9 +12,9 @@ decision rows alike. Then the rules run in one ParDo, cheapest first:
    ``mt.url_language_mismatch`` (off by default);
 2. weak-model text features: ``llm.template_phrase`` (and the signals
    ``llm.mattr``, ``llm.repeated_trigram_ratio``);
-3. the classifiers: ``quality.low_score``, ``mt.high_score``, with
-   ``mt.page_and_score`` on ``mt.page_and_score`` (a page that declares machine
-   translation and scores as MT), ``llm.high_score``;
+3. the classifiers: ``quality.low_score``, ``mt.high_score``, ``mt.page_and_score``
+   (when on: a page that declares machine translation and scores as MT),
+   ``llm.high_score``;
 4. with ``llm.site`` / ``mt.site``: ``llm.site_high_score``, ``mt.site_high_score``,
    on the mean score of the page's site (``stages/site_scores.py``: compact
    ``((signal, site), score)`` records summed per site by a CombinePerKey, the table
