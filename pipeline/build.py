@@ -26,14 +26,17 @@ from apache_beam.io.filesystems import FileSystems
 from mmcurate.pipeline import progress
 from mmcurate.pipeline.config import Config
 from mmcurate.stages.scoring.options import ScoringOptions
-from mmcurate.schemas import Decision
 from mmcurate.stages.dedup import DedupDocuments
 from mmcurate.stages.extract import ExtractDocuments
 from mmcurate.stages.heuristics import ApplyTextHeuristics
 from mmcurate.stages.read import ReadWarc
 from mmcurate.stages.results import StageResult
+from mmcurate.pipeline import range_outputs
+from mmcurate.pipeline.range_outputs import STAGED_CAPTURED, STAGED_DECISIONS, STAGED_DOCS
+from mmcurate.pipeline.range_outputs import captured_key as _captured_key
+from mmcurate.pipeline.range_outputs import decision_key as _decision_key
 from mmcurate.stages.engines.staging_files import record_key
-from mmcurate.stages.range_staging import ReadStagedRangeFn, StageRecordsFn, without_document
+from mmcurate.stages.range_staging import ReadStagedRangeFn, without_document
 from mmcurate.stages.safety import DropUnsafeImages, RedactPersonalData, RejectUnsafePages, has_lists
 from mmcurate.stages.staging import ReadStaged, WriteStaged, read_all
 from mmcurate.stages.write import WriteCorpus
@@ -44,10 +47,8 @@ log = logging.getLogger(__name__)
 # before from staging, and runs staged (only compact records cross its shuffles).
 STAGED_STAGES = ("dedup", "images")
 
-# What a phase writes under its staging directory.
-STAGED_DOCS = "docs"
-STAGED_DECISIONS = "decisions"
-STAGED_CAPTURED = "captured"
+# What a phase writes under its staging directory (and STAGED_DOCS, STAGED_DECISIONS,
+# STAGED_CAPTURED: pipeline/range_outputs.py).
 STAGED_BLOBS = "blobs"
 TABLES_DIR = "tables"
 
@@ -99,7 +100,7 @@ def build_phase(
     reader: beam.PTransform | None = None,
     tables: Optional[str] = None,
     done_ranges: Optional[frozenset[str]] = None,
-) -> None:
+) -> bool:
     """Adds one phase to ``pipeline``; its outputs go to ``phase_dir(staging, phase)``.
 
     Phase 0 reads ``inputs`` (``reader``, e.g. ``ReadWarcIndex``, replaces
@@ -109,9 +110,11 @@ def build_phase(
     ``tables`` (default ``<phase dir>/tables``). A stage of ``STAGED_STAGES`` runs
     staged only when it opens a later phase; in phase 0 it joins in memory.
 
-    With ``done_ranges`` (a set, maybe empty) a first phase that stages its outputs
-    stages them per input range when it can (``Funnel.stages_ranges``), skipping the
-    ranges named there, which an earlier run staged.
+    With ``done_ranges`` (a set, maybe empty) the first phase stages its outputs per
+    input range when it can (``Funnel.stages_ranges``), skipping the ranges named
+    there, which an earlier run staged. A first phase that is also the last then
+    leaves its tables in parts, to be assembled into ``tables`` after the pipeline
+    has run (``range_outputs.assemble_tables``): the return value says so.
     """
     here = phase_dir(staging, phase)
     funnel = Funnel(pipeline, config, phase, here, done_ranges)
@@ -128,11 +131,15 @@ def build_phase(
     funnel.scoring(scoring_accelerator(pipeline))
     if not phase.final:
         funnel.stage_outputs()
-        return
+        return False
     funnel.redact_personal_data()
+    if funnel.ranged:
+        funnel.write_ranges()
+        return True
     funnel.gather_decisions([phase_dir(staging, p) for p in phases[: phase.index]])
     funnel.recycle(scoring_accelerator(pipeline))
     funnel.write(tables or _join(here, TABLES_DIR))
+    return False
 
 
 def build_pipeline(
@@ -161,6 +168,7 @@ class Funnel:
     def __init__(self, pipeline: beam.Pipeline, config: Config, phase: Phase, here: str, done_ranges=None):
         self.pipeline, self.config, self.phase, self.here = pipeline, config, phase, here
         self.done_ranges = done_ranges
+        self.ranged = False  # whether phase 0 stages its outputs per input range
         self.docs: Optional[beam.PCollection] = None
         self.decisions: list[beam.PCollection] = []
         self.captured: Optional[beam.PCollection] = None
@@ -175,9 +183,16 @@ class Funnel:
         gap = progress.SKIPPED_GAP if reader is None else 0
         if reader is None:
             chunk_reader = None
-            if self.stages_ranges(reader):
+            self.ranged = self.stages_ranges(reader)
+            if self.ranged:
+                final = self.phase.final
                 chunk_reader = ReadStagedRangeFn(
-                    self.config.read, self.here, self._tables(), self.done_ranges, self._needs_captured()
+                    self.config.read,
+                    self.here,
+                    range_outputs.range_tables(self.here, final),
+                    self.done_ranges,
+                    self._needs_captured() and not final,
+                    range_outputs.range_formats(self.config.write, final),
                 )
             reader = ReadWarc(list(inputs), self.config.read, chunk_reader=chunk_reader)
         read = self.pipeline | "Read" >> reader
@@ -248,47 +263,29 @@ class Funnel:
 
     def stages_ranges(self, reader: Optional[beam.PTransform]) -> bool:
         """Whether this phase stages per input range (``stages/range_staging.py``): the
-        first phase of a run that stages, reading WARC files cut into ranges."""
+        first phase of ``mmcurate run``, reading WARC files cut into ranges, unless it
+        is the last and recycles (recycling reads every decision row at once)."""
         read = self.config.read
         return (
             self.done_ranges is not None
             and self.phase.index == 0
-            and not self.phase.final
+            and not (self.phase.final and self._recycled())
             and reader is None
             and read.reshuffle
             and not read.limit
         )
 
-    def _tables(self) -> dict[str, str]:
-        return {name: _join(self.here, name) for name in (STAGED_DOCS, STAGED_DECISIONS, STAGED_CAPTURED)}
-
     def stage_outputs(self) -> None:
         """A phase before the last: its documents, decisions (and phase 0's captured
         images) to staging, for the next phase."""
-        if self.phase.index == 0 and self.stages_ranges(None):
-            self._stage_ranges()
+        if self.ranged:
+            captured = self.captured if self._needs_captured() else None
+            range_outputs.stage_ranges(self.here, self.docs, self.decisions, captured, self._recycled())
             return
         _ = self.docs | "StageDocuments" >> WriteStaged(_join(self.here, STAGED_DOCS), key=record_key)
         _ = self._all_decisions() | "StageDecisions" >> WriteStaged(_join(self.here, STAGED_DECISIONS), key=_decision_key)
         if self.phase.index == 0 and self._needs_captured():
             _ = self.captured | "StageCaptured" >> WriteStaged(_join(self.here, STAGED_CAPTURED), key=_captured_key)
-
-    def _stage_ranges(self) -> None:
-        """Phase 0's outputs into the files of the range each came from, as it is read;
-        what cannot go there (``StageRecordsFn``) to Beam's sink, beside them."""
-        prepare = None if self._recycled() else without_document
-        outputs = [("Documents", STAGED_DOCS, self.docs, record_key, None)]
-        outputs += [(f"Decisions{i}", STAGED_DECISIONS, d, _decision_key, prepare) for i, d in enumerate(self.decisions)]
-        if self._needs_captured():
-            outputs.append(("Captured", STAGED_CAPTURED, self.captured, _captured_key, None))
-        loose: dict[str, list] = {}
-        for label, table, pcoll, key, how in outputs:
-            staged = pcoll | f"Stage{label}" >> beam.ParDo(StageRecordsFn(table, key, how))
-            loose.setdefault(table, []).append(staged)
-        for table, pcolls in loose.items():
-            key = {STAGED_DOCS: record_key, STAGED_DECISIONS: _decision_key, STAGED_CAPTURED: _captured_key}[table]
-            gathered = pcolls | f"Loose{table.capitalize()}" >> beam.Flatten()
-            _ = gathered | f"StageLoose{table.capitalize()}" >> WriteStaged(_join(self.here, table), key=key)
 
     def gather_decisions(self, earlier: Sequence[str]) -> None:
         """The last phase: its decision rows and those the phases before it staged
@@ -334,6 +331,12 @@ class Funnel:
         compact = self.all_decisions | "CompactDecisions" >> beam.Map(without_document)
         self.all_decisions = (compact, recycled.decisions) | "WithPairDecisions" >> beam.Flatten()
 
+    def write_ranges(self) -> None:
+        """The last phase when it is the first and stages per range: the tables' rows in
+        parts, assembled after the run (``range_outputs``)."""
+        docs = progress.count(self.docs, "CountKept", "write")
+        range_outputs.write_ranges(self.here, docs, self.decisions, self.config.write)
+
     def write(self, tables: str) -> None:
         docs = progress.count(self.docs, "CountKept", "write")
         outputs = (docs, self.all_decisions, self._image_rows(), self.pairs)
@@ -374,14 +377,6 @@ class Funnel:
         if self.image_rows is None:
             self.image_rows = self.pipeline | "NoImageRows" >> beam.Create([])
         return self.image_rows
-
-
-def _decision_key(decision: Decision) -> str:
-    return decision.doc_id
-
-
-def _captured_key(image) -> str:
-    return image.url
 
 
 def _gather(decisions: list, keep_documents: bool, label: str) -> beam.PCollection:

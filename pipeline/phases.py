@@ -5,7 +5,9 @@ so a rerun of the same config on the same input files skips it. Inside the first
 phase, each input range that was read whole is recorded too (its marker, with its
 counters: ``stages/range_staging.py``), so a rerun reads only the other ranges and
 adds the finished ones' counters to its own: the manifest's funnel is the same as
-an uninterrupted run's.
+an uninterrupted run's. When the first phase is also the last, its ranges' parts
+of the output tables are assembled once its pipeline has run
+(``range_outputs.assemble_tables``), before the phase is recorded as finished.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from mmcurate.pipeline.build import (
     build_phase,
     phase_dir,
 )
+from mmcurate.pipeline.range_outputs import LOOSE_DIR, PART_TABLES, assemble_tables
 from mmcurate.pipeline.config import Config
 from mmcurate.stages import read
 from mmcurate.stages.engines import staging_files
@@ -128,10 +131,15 @@ def run_phases(
             finished = _resumable_ranges(here) if phase.index == 0 else {}
             clock = time.perf_counter()
             pipeline = beam.Pipeline(options=options)
-            build_phase(pipeline, phases, phase, root, patterns, config, reader=reader, done_ranges=frozenset(finished))
+            in_parts = build_phase(
+                pipeline, phases, phase, root, patterns, config, reader=reader, done_ranges=frozenset(finished)
+            )
             result, state = _run(pipeline)
             if state not in (PipelineState.DONE, None):
                 raise RunError(f"phase {phase.dirname} ended in state {state}; nothing was published (staging kept at {root})")
+            interrupts.check()
+            if in_parts:
+                assemble_tables(here, beam_files.join(here, TABLES_DIR), config)
             counters = query_counters(result)
             if counters is None and phase.index > 0 and metrics:
                 counters = {}  # the runner reports metrics: this phase saw nothing to count
@@ -158,7 +166,8 @@ def run_phases(
     return (totals if metrics else None), report
 
 
-STAGED_TABLES = (STAGED_DOCS, STAGED_DECISIONS, STAGED_CAPTURED)
+# Every table a first phase writes per range: staging tables, or a run's only phase's parts.
+STAGED_TABLES = (STAGED_DOCS, STAGED_DECISIONS, STAGED_CAPTURED, *PART_TABLES)
 
 
 def _resumable_ranges(here: str) -> dict[str, dict]:
@@ -171,7 +180,7 @@ def _resumable_ranges(here: str) -> dict[str, dict]:
     stale = staging_files.stale_files(FileSystems, here, STAGED_TABLES, finished)
     for path in stale:
         beam_files.remove(path)
-    for name in ("blobs", TABLES_DIR):
+    for name in ("blobs", TABLES_DIR, LOOSE_DIR):
         beam_files.remove(beam_files.join(here, name))
     if finished:
         log.info("phase %s: %d input range(s) finished by an earlier run are kept", here, len(finished))

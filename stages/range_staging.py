@@ -36,12 +36,14 @@ from apache_beam.metrics import Metrics
 
 from mmcurate.schemas import SUBJECT_PAGE, Decision
 from mmcurate.stages.config import ReadConfig
-from mmcurate.stages.engines.staging_files import RangeFiles, range_id, to_row
+from mmcurate.stages.engines.staging_files import RangeFiles, TableFormat, range_id, to_row
 from mmcurate.stages.read import IMAGES, ReadChunkFn
 from mmcurate.stages.results import ERRORS, REJECTED, tallied
 
-# Tables and what a page ends as in them.
+# Tables and what a page ends as in them: a staged document (``docs``, or the output
+# table ``documents`` when the phase is the run's last) or a decision row.
 DOCS = "docs"
+DOCUMENTS = "documents"
 DECISIONS = "decisions"
 CAPTURED = "captured"
 
@@ -75,7 +77,8 @@ class _Reading:
 
 class ReadStagedRangeFn(ReadChunkFn):
     """``ReadChunkFn`` that stages each range it reads under ``phase_dir``
-    (``tables``: table -> directory) and skips the ranges in ``done``."""
+    (``tables``: table -> directory; ``formats``: how a table other than a staging
+    table is written) and skips the ranges in ``done``."""
 
     def __init__(
         self,
@@ -84,10 +87,12 @@ class ReadStagedRangeFn(ReadChunkFn):
         tables: Mapping[str, str],
         done: frozenset[str],
         needs_captured: bool,
+        formats: Optional[Mapping[str, TableFormat]] = None,
     ):
         super().__init__(config)
         self._phase_dir = phase_dir
         self._tables = dict(tables)
+        self._formats = dict(formats or {})
         self._done = frozenset(done)
         self._needs_captured = needs_captured
         self._ranges_read = None
@@ -103,7 +108,8 @@ class ReadStagedRangeFn(ReadChunkFn):
             yield from self._read_staged(chunk)
 
     def _read_staged(self, chunk: tuple[str, int, int]) -> Iterator:
-        reading = _Reading(RangeFiles(FileSystems, self._phase_dir, self._tables, chunk), self._needs_captured)
+        files = RangeFiles(FileSystems, self._phase_dir, self._tables, chunk, self._formats)
+        reading = _Reading(files, self._needs_captured)
         tally: dict[tuple[str, str], int] = {}
         outer = getattr(_CURRENT, "reading", None)
         _CURRENT.reading = reading
@@ -133,12 +139,21 @@ class StageRecordsFn(beam.DoFn):
     """Stages each record into the files of the range being read, when it belongs to
     it; any other record goes on (the ``loose`` output, for Beam's sink).
     ``prepare`` turns a record into what is staged (decision rows drop the rejected
-    document they carry unless recycling needs it); ``key`` is its staged key."""
+    document they carry unless recycling needs it); ``key`` is its staged key;
+    ``row`` makes the file's row of it (default: a staging row, the key and the
+    pickled record; an output table's row for the tables of a run's last phase)."""
 
-    def __init__(self, table: str, key: Callable[[Any], str], prepare: Optional[Callable[[Any], Any]] = None):
+    def __init__(
+        self,
+        table: str,
+        key: Callable[[Any], str],
+        prepare: Optional[Callable[[Any], Any]] = None,
+        row: Optional[Callable[[Any], dict]] = None,
+    ):
         self._table = table
         self._key = key
         self._prepare = prepare
+        self._row = row
 
     def process(self, record: Any) -> Iterator:
         if self._prepare is not None:
@@ -146,8 +161,8 @@ class StageRecordsFn(beam.DoFn):
         reading: Optional[_Reading] = getattr(_CURRENT, "reading", None)
         prov = _provenance(record)
         if reading is not None and reading.files.owns(prov.warc_file, prov.offset):
-            reading.files.add(self._table, to_row(record, self._key))
-            if self._table == DOCS or (self._table == DECISIONS and record.subject == SUBJECT_PAGE):
+            reading.files.add(self._table, self._row(record) if self._row is not None else to_row(record, self._key))
+            if self._table in (DOCS, DOCUMENTS) or (self._table == DECISIONS and record.subject == SUBJECT_PAGE):
                 reading.pages_staged += 1
         else:
             if reading is not None:

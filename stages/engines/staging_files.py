@@ -24,7 +24,8 @@ import hashlib
 import json
 import pickle
 import uuid
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -135,28 +136,53 @@ def marker_path(fs, phase_dir: str, rid: str) -> str:
     return fs.join(phase_dir, MARKERS, f"{rid}.json")
 
 
-class _TableWriter:
-    """Rows of one table to a temporary file, a row group per ``ROWS_PER_UNIT`` rows."""
+@dataclass(frozen=True)
+class TableFormat:
+    """How a range's file of one table is written: its Arrow schema, codec and the
+    rows of a row group (``record_bytes``: the bytes of a row that also close a row
+    group at ``ROW_GROUP_BYTES``, None to go by rows alone)."""
 
-    def __init__(self, fs, final: str):
+    schema: pa.Schema
+    compression: str = "zstd"
+    rows_per_group: int = ROWS_PER_UNIT
+    record_bytes: Optional[Callable[[dict], int]] = None
+
+
+def _staged_bytes(row: dict) -> int:
+    return len(row["record"])
+
+
+# A staging table's format: a row group is a unit (ROWS_PER_UNIT records, at most ~8 MB).
+STAGED = TableFormat(STAGED_SCHEMA, record_bytes=_staged_bytes)
+
+
+class _TableWriter:
+    """Rows of one table to a temporary file, a row group per ``rows_per_group`` rows
+    (for staging tables: a unit, ``ROWS_PER_UNIT`` rows or ``ROW_GROUP_BYTES``)."""
+
+    def __init__(self, fs, final: str, form: TableFormat = STAGED):
         self.final = final
         self.temp = f"{final[: -len('.parquet')]}{_TMP}{uuid.uuid4().hex[:8]}.parquet"
+        self._form = form
         self._fh = fs.create(self.temp)
-        self._writer = pq.ParquetWriter(self._fh, STAGED_SCHEMA, compression="zstd")
+        self._writer = pq.ParquetWriter(
+            self._fh, form.schema, compression=form.compression, use_compliant_nested_type=True
+        )
         self._rows: list[dict] = []
         self._bytes = 0
         self.rows = 0
 
     def add(self, row: dict) -> None:
         self._rows.append(row)
-        self._bytes += len(row["record"])
+        if self._form.record_bytes is not None:
+            self._bytes += self._form.record_bytes(row)
         self.rows += 1
-        if len(self._rows) >= ROWS_PER_UNIT or self._bytes >= ROW_GROUP_BYTES:
+        if len(self._rows) >= self._form.rows_per_group or self._bytes >= ROW_GROUP_BYTES:
             self._flush()
 
     def _flush(self) -> None:
         if self._rows:
-            self._writer.write_table(pa.Table.from_pylist(self._rows, schema=STAGED_SCHEMA))
+            self._writer.write_table(pa.Table.from_pylist(self._rows, schema=self._form.schema))
             self._rows, self._bytes = [], 0
 
     def close(self) -> None:
@@ -171,12 +197,21 @@ class RangeFiles:
 
     ``owns`` says whether a record (by its provenance) lies in the range. ``finish``
     closes the files and renames them into place; with ``complete`` it then writes
-    the range's marker, last, so a marker always names whole files."""
+    the range's marker, last, so a marker always names whole files. A table is
+    written in its ``formats`` entry (default: a staging table's ``STAGED``)."""
 
-    def __init__(self, fs, phase_dir: str, tables: Mapping[str, str], chunk: tuple[str, int, int]):
+    def __init__(
+        self,
+        fs,
+        phase_dir: str,
+        tables: Mapping[str, str],
+        chunk: tuple[str, int, int],
+        formats: Optional[Mapping[str, TableFormat]] = None,
+    ):
         self._fs = fs
         self._phase_dir = phase_dir
         self._tables = dict(tables)
+        self._formats = dict(formats or {})
         self.path, self.start, self.end = chunk
         self.rid = range_id(*chunk)
         self._writers: dict[str, _TableWriter] = {}
@@ -187,7 +222,8 @@ class RangeFiles:
     def add(self, table: str, row: dict) -> None:
         writer = self._writers.get(table)
         if writer is None:
-            writer = self._writers[table] = _TableWriter(self._fs, range_file(self._fs, self._tables[table], self.rid))
+            final = range_file(self._fs, self._tables[table], self.rid)
+            writer = self._writers[table] = _TableWriter(self._fs, final, self._formats.get(table, STAGED))
         writer.add(row)
 
     def rows(self, table: str) -> int:

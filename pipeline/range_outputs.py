@@ -1,0 +1,140 @@
+"""The first phase's outputs per input range: what it stages for the next phase, or,
+when it is the run's only phase, the output tables' rows.
+
+A first phase that reads WARC files cut into ranges stages what each range's pages
+become while the range is read (``stages/range_staging.py``), so that a killed run
+resumes from the ranges it finished. Before a later phase these are staging tables
+(``docs``, ``decisions``, ``captured``). When the first phase is also the last
+(``--stages heuristics``), they are the rows of the output tables themselves, in
+each range's own Parquet file under ``parts/<table>/``; after the pipeline,
+``assemble_tables`` joins them in input order into a few files per table
+(``stages/engines/table_assembly.py``), so a resumed run writes the same files as an
+uninterrupted one. What cannot be staged by range (a runner that does not fuse the
+steps, a stage that holds records back) goes through Beam's sinks instead, beside
+them (``part-*`` staging files, or the tables under ``loose/``), and is assembled
+with them.
+"""
+
+from __future__ import annotations
+
+import functools
+import posixpath
+from typing import Optional, Sequence
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+
+from mmcurate.pipeline.config import Config
+from mmcurate.schemas import Decision
+from mmcurate.schemas.arrow_rows import table_row
+from mmcurate.schemas.tables import DECISIONS, DOCUMENTS, SCHEMAS, TABLES
+from mmcurate.stages.config import WriteConfig
+from mmcurate.stages.engines import staging_files, table_assembly
+from mmcurate.stages.engines.staging_files import TableFormat, record_key
+from mmcurate.stages.range_staging import StageRecordsFn, without_document
+from mmcurate.stages.staging import WriteStaged
+from mmcurate.stages.write import WriteCorpus
+
+# What a phase stages under its directory.
+STAGED_DOCS = "docs"
+STAGED_DECISIONS = "decisions"
+STAGED_CAPTURED = "captured"
+# A run's only phase: each range's output rows (parts/<table>/r-<range id>.parquet), and
+# what Beam's sinks wrote of the rest (loose/<table>/part-*.parquet).
+PARTS_DIR = "parts"
+LOOSE_DIR = "loose"
+PART_TABLES = tuple(f"{PARTS_DIR}/{table}" for table in (DOCUMENTS, DECISIONS))
+
+
+def _join(*parts: str) -> str:
+    return FileSystems.join(*parts) if "://" in parts[0] else posixpath.join(*parts)
+
+
+def decision_key(decision: Decision) -> str:
+    return decision.doc_id
+
+
+def captured_key(image) -> str:
+    return image.url
+
+
+def range_tables(here: str, final: bool) -> dict[str, str]:
+    """Table -> directory of the files a range's records go to."""
+    if final:
+        return {table: _join(here, PARTS_DIR, table) for table in (DOCUMENTS, DECISIONS)}
+    return {name: _join(here, name) for name in (STAGED_DOCS, STAGED_DECISIONS, STAGED_CAPTURED)}
+
+
+def range_formats(write: WriteConfig, final: bool) -> dict[str, TableFormat]:
+    """How the output tables' parts are written (the write stage's codec and row
+    groups); staging tables keep their own format."""
+    if not final:
+        return {}
+    codec = write.compression
+    return {table: TableFormat(SCHEMAS[table], codec, write.row_group_size) for table in (DOCUMENTS, DECISIONS)}
+
+
+def stage_ranges(
+    here: str,
+    docs: beam.PCollection,
+    decisions: Sequence[beam.PCollection],
+    captured: Optional[beam.PCollection],
+    recycled: bool,
+) -> None:
+    """Phase 0's outputs into the files of the range each came from, as it is read;
+    what cannot go there (``StageRecordsFn``) to Beam's sink, beside them."""
+    prepare = None if recycled else without_document
+    outputs = [("Documents", STAGED_DOCS, docs, record_key, None)]
+    outputs += [(f"Decisions{i}", STAGED_DECISIONS, d, decision_key, prepare) for i, d in enumerate(decisions)]
+    if captured is not None:
+        outputs.append(("Captured", STAGED_CAPTURED, captured, captured_key, None))
+    loose: dict[str, list] = {}
+    for label, table, pcoll, key, how in outputs:
+        staged = pcoll | f"Stage{label}" >> beam.ParDo(StageRecordsFn(table, key, how))
+        loose.setdefault(table, []).append(staged)
+    keys = {STAGED_DOCS: record_key, STAGED_DECISIONS: decision_key, STAGED_CAPTURED: captured_key}
+    for table, pcolls in loose.items():
+        gathered = pcolls | f"Loose{table.capitalize()}" >> beam.Flatten()
+        _ = gathered | f"StageLoose{table.capitalize()}" >> WriteStaged(_join(here, table), key=keys[table])
+
+
+def write_ranges(here: str, docs: beam.PCollection, decisions: Sequence[beam.PCollection], write: WriteConfig) -> None:
+    """A run's only phase: the rows of its kept documents and decision rows (without
+    the rejected documents they carry) into the files of the range each came from;
+    the rest to ``loose/`` through the write stage's sinks (``assemble_tables``
+    joins both after the run)."""
+    documents = functools.partial(table_row, table=DOCUMENTS)
+    rows = functools.partial(table_row, table=DECISIONS)
+    loose_docs = docs | "StageDocuments" >> beam.ParDo(StageRecordsFn(DOCUMENTS, record_key, row=documents))
+    loose = [
+        d | f"StageDecisions{i}" >> beam.ParDo(StageRecordsFn(DECISIONS, decision_key, without_document, rows))
+        for i, d in enumerate(decisions)
+    ]
+    loose_decisions = loose | "LooseDecisions" >> beam.Flatten()
+    _ = (loose_docs, loose_decisions) | "Write" >> WriteCorpus(_join(here, LOOSE_DIR), write)
+
+
+def _parts(here: str, table: str, markers: dict[str, dict]) -> list[str]:
+    """A table's parts in input order: the finished ranges' files by (file, start),
+    then any other range file, then what Beam's sink wrote."""
+    fs = FileSystems
+    directory = _join(here, PARTS_DIR, table)
+    ranged = staging_files.staged_files(fs, directory) if table in (DOCUMENTS, DECISIONS) else []
+    order = {staging_files.range_file(fs, directory, rid): (m["range"][0], m["range"][1]) for rid, m in markers.items()}
+    marked = sorted((p for p in ranged if p in order), key=lambda p: order[p])
+    rest = [p for p in ranged if p not in order]
+    return marked + rest + staging_files.staged_files(fs, _join(here, LOOSE_DIR, table))
+
+
+def assemble_tables(here: str, tables: str, config: Config) -> dict[str, list[str]]:
+    """The output tables under ``tables`` from a run's only phase's parts (after its
+    pipeline has run): table -> the files written."""
+    markers = staging_files.finished_ranges(FileSystems, here)
+    write = config.write
+    written = {}
+    for table in TABLES:
+        parts = _parts(here, table, markers)
+        written[table] = table_assembly.assemble_table(
+            FileSystems, parts, _join(tables, table), SCHEMAS[table], write.compression, write.row_group_size, write.num_shards
+        )
+    return written
