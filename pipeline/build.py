@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import posixpath
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -36,7 +36,7 @@ from mmcurate.pipeline.range_outputs import STAGED_CAPTURED, STAGED_DECISIONS, S
 from mmcurate.pipeline.range_outputs import captured_key as _captured_key
 from mmcurate.pipeline.range_outputs import decision_key as _decision_key
 from mmcurate.stages.engines.staging_files import record_key
-from mmcurate.stages.range_staging import ReadStagedRangeFn, without_document
+from mmcurate.stages.range_staging import RangeStaging, ReadStagedFilesInOrderFn, ReadStagedRangeFn, without_document
 from mmcurate.stages.safety import DropUnsafeImages, RedactPersonalData, RejectUnsafePages, has_lists
 from mmcurate.stages.staging import ReadStaged, WriteStaged, read_all
 from mmcurate.stages.write import WriteCorpus
@@ -99,7 +99,7 @@ def build_phase(
     config: Config,
     reader: beam.PTransform | None = None,
     tables: Optional[str] = None,
-    done_ranges: Optional[frozenset[str]] = None,
+    done_ranges: Optional[Mapping[str, int]] = None,
 ) -> bool:
     """Adds one phase to ``pipeline``; its outputs go to ``phase_dir(staging, phase)``.
 
@@ -110,8 +110,8 @@ def build_phase(
     ``tables`` (default ``<phase dir>/tables``). A stage of ``STAGED_STAGES`` runs
     staged only when it opens a later phase; in phase 0 it joins in memory.
 
-    With ``done_ranges`` (a set, maybe empty) the first phase stages its outputs per
-    input range when it can (``Funnel.stages_ranges``), skipping the ranges named
+    With ``done_ranges`` (range id -> its pages; maybe empty) the first phase stages
+    its outputs per input range when it can (``Funnel.stages_ranges``), skipping the ranges named
     there, which an earlier run staged. A first phase that is also the last then
     leaves its tables in parts, to be assembled into ``tables`` after the pipeline
     has run (``range_outputs.assemble_tables``): the return value says so.
@@ -182,19 +182,22 @@ class Funnel:
         # as read too. Another reader (ReadWarcIndex) reads only the records it emits.
         gap = progress.SKIPPED_GAP if reader is None else 0
         if reader is None:
-            chunk_reader = None
+            readers = {}
             self.ranged = self.stages_ranges(reader)
             if self.ranged:
                 final = self.phase.final
-                chunk_reader = ReadStagedRangeFn(
-                    self.config.read,
+                staging = RangeStaging(
                     self.here,
                     range_outputs.range_tables(self.here, final),
-                    self.done_ranges,
+                    dict(self.done_ranges),
                     self._needs_captured() and not final,
                     range_outputs.range_formats(self.config.write, final),
                 )
-            reader = ReadWarc(list(inputs), self.config.read, chunk_reader=chunk_reader)
+                readers = {
+                    "chunk_reader": ReadStagedRangeFn(self.config.read, staging),
+                    "in_order_reader": ReadStagedFilesInOrderFn(self.config.read, staging),
+                }
+            reader = ReadWarc(list(inputs), self.config.read, **readers)
         read = self.pipeline | "Read" >> reader
         self.docs = progress.count(read.pages, "CountReadKept", "read", read_gap=gap)
         self._decided(read.rejected, read.errors, read_gap=gap)
@@ -263,16 +266,14 @@ class Funnel:
 
     def stages_ranges(self, reader: Optional[beam.PTransform]) -> bool:
         """Whether this phase stages per input range (``stages/range_staging.py``): the
-        first phase of ``mmcurate run``, reading WARC files cut into ranges, unless it
-        is the last and recycles (recycling reads every decision row at once)."""
-        read = self.config.read
+        first phase of ``mmcurate run``, reading WARC files (cut into ranges; whole
+        files without ``read.reshuffle`` or under ``read.limit``), unless it is the
+        last and recycles (recycling reads every decision row at once)."""
         return (
             self.done_ranges is not None
             and self.phase.index == 0
             and not (self.phase.final and self._recycled())
             and reader is None
-            and read.reshuffle
-            and not read.limit
         )
 
     def stage_outputs(self) -> None:

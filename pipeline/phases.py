@@ -131,9 +131,8 @@ def run_phases(
             finished = _resumable_ranges(here) if phase.index == 0 else {}
             clock = time.perf_counter()
             pipeline = beam.Pipeline(options=options)
-            in_parts = build_phase(
-                pipeline, phases, phase, root, patterns, config, reader=reader, done_ranges=frozenset(finished)
-            )
+            done_ranges = {rid: int(marker.get("pages", 0)) for rid, marker in finished.items()}
+            in_parts = build_phase(pipeline, phases, phase, root, patterns, config, reader=reader, done_ranges=done_ranges)
             result, state = _run(pipeline)
             if state not in (PipelineState.DONE, None):
                 raise RunError(f"phase {phase.dirname} ended in state {state}; nothing was published (staging kept at {root})")

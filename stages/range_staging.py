@@ -37,7 +37,7 @@ from apache_beam.metrics import Metrics
 from mmcurate.schemas import SUBJECT_PAGE, Decision
 from mmcurate.stages.config import ReadConfig
 from mmcurate.stages.engines.staging_files import RangeFiles, TableFormat, range_id, to_row
-from mmcurate.stages.read import IMAGES, ReadChunkFn
+from mmcurate.stages.read import IMAGES, ReadChunkFn, ReadFilesInOrderFn, ReadWarcFileFn
 from mmcurate.stages.results import ERRORS, REJECTED, tallied
 
 # Tables and what a page ends as in them: a staged document (``docs``, or the output
@@ -75,47 +75,31 @@ class _Reading:
         )
 
 
-class ReadStagedRangeFn(ReadChunkFn):
-    """``ReadChunkFn`` that stages each range it reads under ``phase_dir``
-    (``tables``: table -> directory; ``formats``: how a table other than a staging
-    table is written) and skips the ranges in ``done``."""
+@dataclasses.dataclass(frozen=True)
+class RangeStaging:
+    """Where and how a phase stages per input range: ``tables`` (table -> directory)
+    under ``phase_dir``, ``formats`` (how a table other than a staging table is
+    written), the ranges an earlier run finished (``done``: range id -> the pages its
+    marker counted) and whether captured images are staged."""
 
-    def __init__(
-        self,
-        config: ReadConfig,
-        phase_dir: str,
-        tables: Mapping[str, str],
-        done: frozenset[str],
-        needs_captured: bool,
-        formats: Optional[Mapping[str, TableFormat]] = None,
-    ):
-        super().__init__(config)
-        self._phase_dir = phase_dir
-        self._tables = dict(tables)
-        self._formats = dict(formats or {})
-        self._done = frozenset(done)
-        self._needs_captured = needs_captured
-        self._ranges_read = None
+    phase_dir: str
+    tables: Mapping[str, str]
+    done: Mapping[str, int]
+    needs_captured: bool
+    formats: Mapping[str, TableFormat] = dataclasses.field(default_factory=dict)
 
-    def setup(self) -> None:
-        super().setup()
-        self._ranges_read = Metrics.counter(NAMESPACE, RANGES_READ)
-
-    def process(self, chunk: tuple[str, int, int]) -> Iterator:
-        chunk = (chunk[0], int(chunk[1]), int(chunk[2]))
-        # A range staged by an earlier run is skipped: its marker holds its files and counters.
-        if range_id(*chunk) not in self._done:
-            yield from self._read_staged(chunk)
-
-    def _read_staged(self, chunk: tuple[str, int, int]) -> Iterator:
-        files = RangeFiles(FileSystems, self._phase_dir, self._tables, chunk, self._formats)
-        reading = _Reading(files, self._needs_captured)
+    def staged(self, chunk: tuple[str, int, int], outputs: Iterator, ranges_read) -> Iterator:
+        """``outputs`` (what reading ``chunk`` yields), passed on while the stagers
+        downstream write into the range's files; then the files are finished, with a
+        marker when the range is whole."""
+        files = RangeFiles(FileSystems, self.phase_dir, self.tables, chunk, self.formats)
+        reading = _Reading(files, self.needs_captured)
         tally: dict[tuple[str, str], int] = {}
         outer = getattr(_CURRENT, "reading", None)
         _CURRENT.reading = reading
         try:
             with tallied(tally):
-                for output in super().process(chunk):
+                for output in outputs:
                     tag = getattr(output, "tag", None)
                     if tag == IMAGES:
                         reading.captured_read += 1
@@ -128,7 +112,57 @@ class ReadStagedRangeFn(ReadChunkFn):
         finally:
             _CURRENT.reading = outer
         reading.files.finish(reading.complete(), tally, {"pages": reading.pages_read, "captured": reading.captured_read})
-        self._ranges_read.inc()
+        ranges_read.inc()
+
+
+class ReadStagedRangeFn(ReadChunkFn):
+    """``ReadChunkFn`` that stages each range it reads (``staging``) and skips the
+    ranges an earlier run finished. A file read whole (``read.reshuffle: false``) is
+    the range ``(path, 0, -1)``."""
+
+    def __init__(self, config: ReadConfig, staging: RangeStaging):
+        super().__init__(config)
+        self._staging = staging
+        self._ranges_read = None
+
+    def setup(self) -> None:
+        super().setup()
+        self._ranges_read = Metrics.counter(NAMESPACE, RANGES_READ)
+
+    def process(self, chunk: tuple[str, int, int]) -> Iterator:
+        chunk = (chunk[0], int(chunk[1]), int(chunk[2]))
+        # A range staged by an earlier run is skipped: its marker holds its files and counters.
+        if range_id(*chunk) not in self._staging.done:
+            yield from self._staging.staged(chunk, super().process(chunk), self._ranges_read)
+
+
+class ReadStagedFilesInOrderFn(ReadFilesInOrderFn):
+    """``ReadFilesInOrderFn`` (``read.limit``: the first N pages, files in path order)
+    that stages each file it reads as the range ``(path, 0, -1)``. A file an earlier
+    run finished is skipped and its pages (its marker's, up to the limit: the same
+    pages, since files are always taken in the same order) count towards the limit,
+    so the rerun reads the same first N pages."""
+
+    def __init__(self, config: ReadConfig, staging: RangeStaging):
+        super().__init__(config)
+        self._staging = staging
+        self._ranges_read = None
+
+    def setup(self) -> None:
+        super().setup()
+        self._ranges_read = Metrics.counter(NAMESPACE, RANGES_READ)
+
+    def process(self, paths: list[str]) -> Iterator:
+        self._remaining = self._config.limit
+        for path in sorted(set(paths)):
+            if self._exhausted():
+                return
+            chunk = (path, 0, -1)
+            done = self._staging.done.get(range_id(*chunk))
+            if done is not None:
+                self._remaining -= done
+                continue
+            yield from self._staging.staged(chunk, ReadWarcFileFn.process(self, path), self._ranges_read)
 
 
 def _provenance(record: Any):

@@ -275,6 +275,15 @@ class FindChunksFn(ReadWarcFileFn):
         yield path, start, -1
 
 
+class WholeFileFn(ReadWarcFileFn):
+    """One file -> the one range ``(path, 0, -1)``: the whole file, for a
+    ``chunk_reader`` when files are not cut (``read.reshuffle: false``)."""
+
+    def process(self, path: str) -> Iterator[tuple[str, int, int]]:
+        self._counters.inc("files")
+        yield path, 0, -1
+
+
 class ReadChunkFn(ReadWarcFileFn):
     """Reads the records of one ``(path, start, end)`` range (``FindChunksFn``)."""
 
@@ -303,7 +312,9 @@ class ReadWarc(beam.PTransform):
     records that are spread over workers (a shuffle of ``(path, start, end)``, never
     of pages); without it each file is read by one worker. With ``read.limit`` N,
     only the first N pages are read, files taken in path order. ``chunk_reader``
-    replaces ``ReadChunkFn`` as the reader of each range (the first phase of
+    replaces ``ReadChunkFn`` as the reader of each range, and reads each file as the
+    one range ``(path, 0, -1)`` without ``read.reshuffle``; ``in_order_reader``
+    replaces ``ReadFilesInOrderFn`` under ``read.limit`` (the first phase of
     ``mmcurate run`` stages each range as it reads it: ``stages/range_staging.py``).
     """
 
@@ -313,9 +324,11 @@ class ReadWarc(beam.PTransform):
         config: ReadConfig = ReadConfig(),
         label: Optional[str] = None,
         chunk_reader: Optional[ReadChunkFn] = None,
+        in_order_reader: Optional[ReadFilesInOrderFn] = None,
     ):
         super().__init__(label)
         self._chunk_reader = chunk_reader
+        self._in_order_reader = in_order_reader
         if isinstance(patterns, str):
             patterns = [patterns]
         self._patterns = [str(p) for p in patterns]
@@ -336,7 +349,7 @@ class ReadWarc(beam.PTransform):
             outputs = (
                 paths
                 | "AllPaths" >> beam.combiners.ToList()
-                | "ReadInOrder" >> beam.ParDo(ReadFilesInOrderFn(config)).with_outputs(*tags, main=PAGES)
+                | "ReadInOrder" >> beam.ParDo(self._in_order_reader or ReadFilesInOrderFn(config)).with_outputs(*tags, main=PAGES)
             )
             return ReadResult(outputs[PAGES], outputs[IMAGES], outputs[REJECTED], outputs[ERRORS])
         # Also spreads the files over workers: it is a shuffle.
@@ -349,6 +362,9 @@ class ReadWarc(beam.PTransform):
             )
             reader = self._chunk_reader or ReadChunkFn(config)
             outputs = chunks | "ReadChunks" >> beam.ParDo(reader).with_outputs(*tags, main=PAGES)
+        elif self._chunk_reader is not None:
+            chunks = files | "WholeFiles" >> beam.ParDo(WholeFileFn(config))
+            outputs = chunks | "ReadChunks" >> beam.ParDo(self._chunk_reader).with_outputs(*tags, main=PAGES)
         else:
             outputs = files | "ReadRecords" >> beam.ParDo(ReadWarcFileFn(config)).with_outputs(*tags, main=PAGES)
         return ReadResult(outputs[PAGES], outputs[IMAGES], outputs[REJECTED], outputs[ERRORS])
