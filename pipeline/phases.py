@@ -36,6 +36,7 @@ from mmcurate.pipeline.build import (
 )
 from mmcurate.pipeline.range_outputs import LOOSE_DIR, PART_TABLES, assemble_tables
 from mmcurate.pipeline.config import Config
+from mmcurate.pipeline.progress import ProgressMonitor, counts_from_counters
 from mmcurate.stages import read
 from mmcurate.stages.engines import staging_files
 from mmcurate.stages.range_staging import NAMESPACE as RANGES_NAMESPACE
@@ -114,9 +115,11 @@ def run_phases(
     patterns: Sequence[str],
     config: Config,
     reader: Optional[beam.PTransform],
+    progress: Optional[ProgressMonitor] = None,
 ) -> tuple[Optional[dict[tuple[str, str], int]], list[dict[str, Any]]]:
     """Runs every phase not finished yet (one Beam pipeline each); returns the
-    counters of all phases (None if a runner reported none) and what each phase did."""
+    counters of all phases (None if a runner reported none) and what each phase did.
+    ``progress`` (a local run's live line) is told what is taken from staging."""
     totals: dict[tuple[str, str], int] = {}
     metrics = True
     report = []
@@ -127,8 +130,14 @@ def run_phases(
         resumed = done is not None
         if resumed:
             log.info("phase %s: finished by an earlier run, resumed after it", phase.dirname)
+            if progress is not None and done["counters"] is not None:
+                counters = {(ns, name): value for ns, name, value in done["counters"]}
+                progress.resumed(_progress_counts(phase, counters), progress.total_bytes if phase.index == 0 else 0)
         else:
             finished = _resumable_ranges(here) if phase.index == 0 else {}
+            if progress is not None and finished:
+                counts = _progress_counts(phase, staging_files.summed_counters(finished.values()))
+                progress.resumed(counts, _range_bytes(finished.values(), patterns))
             clock = time.perf_counter()
             pipeline = beam.Pipeline(options=options)
             done_ranges = {rid: int(marker.get("pages", 0)) for rid, marker in finished.items()}
@@ -166,6 +175,26 @@ def run_phases(
 
 
 # Every table a first phase writes per range: staging tables, or a run's only phase's parts.
+def _progress_counts(phase: Phase, counters: dict[tuple[str, str], int]) -> dict[str, int]:
+    """The progress counts of a phase's counters; in the last phase, the documents its
+    last stage kept are those the write stage counts."""
+    counts = counts_from_counters(counters)
+    if phase.final:
+        last = ("read", "extract", *phase.stages)[-1] if phase.index == 0 else phase.stages[-1]
+        counts["write.kept"] = counts.get(f"{last}.kept", 0)
+    return counts
+
+
+def _range_bytes(markers, patterns: Sequence[str]) -> int:
+    """The input bytes of finished ranges (a range to the end of its file: to its size)."""
+    sizes = {path: size for path, size, _ in input_files(patterns)}
+    total = 0
+    for marker in markers:
+        path, start, end = marker["range"]
+        total += (end if end >= 0 else sizes.get(path, start)) - start
+    return total
+
+
 STAGED_TABLES = (STAGED_DOCS, STAGED_DECISIONS, STAGED_CAPTURED, *PART_TABLES)
 
 

@@ -13,6 +13,11 @@ affects what a run produces.
 
 A stage's figures are those of the funnel table (``pipeline.manifest``): kept,
 and its page decisions by their ``stage``, so in = kept + rejected + errors.
+
+A resumed run counts what it takes from staging too (``ProgressMonitor.resumed``):
+the counters and input bytes of the phases and input ranges an earlier run
+finished, so its share of the input reaches 100% as an uninterrupted run's does;
+its rate and ETA are this run's own (pages and bytes read since it started).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from typing import Optional, TextIO
+from typing import Mapping, Optional, TextIO
 
 import apache_beam as beam
 
@@ -161,6 +166,22 @@ def count(pcoll: beam.PCollection, label: str, stage: Optional[str] = None, read
     return pcoll | label >> beam.ParDo(CountFn(stage, read_gap))
 
 
+def counts_from_counters(counters: Mapping[tuple[str, str], int]) -> dict[str, int]:
+    """The progress counts of Beam counters ((stage, name) -> value): each stage's
+    kept, rejected and errors, as the manifest's funnel reads them."""
+    counts: Counter[str] = Counter()
+    for (stage, name), value in counters.items():
+        if stage not in STAGE_NAMES:
+            continue
+        if name == "kept":
+            counts[f"{stage}.kept"] += value
+        elif name.startswith("rejected."):
+            counts[f"{stage}.rejected"] += value
+        elif name.startswith("errors."):
+            counts[f"{stage}.errors"] += value
+    return dict(counts)
+
+
 def _duration(seconds: float) -> str:
     seconds = int(seconds)
     if seconds >= 3600:
@@ -201,6 +222,9 @@ class ProgressMonitor:
         self.tty = hasattr(self.out, "isatty") and self.out.isatty()
         self.arrow = "→" if _can_write(self.out, "→") else "->"
         self.latest: dict[str, dict] = {}
+        # What an earlier run finished, taken from staging: counts and input bytes.
+        self.baseline: Counter[str] = Counter()
+        self.baseline_bytes = 0
         self.lines = 0
         self.printed = ""
         self._socket = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -216,27 +240,39 @@ class ProgressMonitor:
         host, port = self._socket.getsockname()
         return f"{host}:{port}/{self.run_id}"
 
-    def totals(self) -> tuple[dict[str, int], int]:
-        """Every worker's counts summed, and the input bytes read."""
-        counts: Counter[str] = Counter()
+    def resumed(self, counts: Mapping[str, int], read_bytes: int) -> None:
+        """Adds what the run takes from staging (an earlier run's finished phases or
+        input ranges): progress counts (``counts_from_counters``) and input bytes."""
+        self.baseline.update(counts)
+        self.baseline_bytes += read_bytes
+
+    def totals(self, live: bool = False) -> tuple[dict[str, int], int]:
+        """Every worker's counts summed, and the input bytes read, with what was taken
+        from staging (not with ``live``: this run's own reading only)."""
+        counts: Counter[str] = Counter() if live else Counter(self.baseline)
         for message in list(self.latest.values()):
             counts.update(message.get("counts", {}))
-        return dict(counts), sum(int(m.get("bytes", 0)) for m in list(self.latest.values()))
+        read_bytes = sum(int(m.get("bytes", 0)) for m in list(self.latest.values()))
+        return dict(counts), read_bytes + (0 if live else self.baseline_bytes)
 
     def line(self) -> str:
         counts, read_bytes = self.totals()
+        live_counts, live_bytes = self.totals(live=True)
         figures = stage_figures(counts)
         elapsed = max(time.monotonic() - self._started, 1e-6)
         pages = figures.get("read", (0, 0))[0]
         text = f"read {pages:,} pages"
         if self.total_bytes > 0:
             done = min(read_bytes / self.total_bytes, 1.0)
+            left = max(self.total_bytes - read_bytes, 0)
             text += f" ({100 * done:.0f}% of {self.total_bytes / 1e6:,.1f} MB"
-            text += f", ETA {_duration(elapsed * (1 - done) / done)})" if 0 < done and round(100 * done) < 100 else ")"
+            eta = 0 < live_bytes and round(100 * done) < 100
+            text += f", ETA {_duration(elapsed * left / live_bytes)})" if eta else ")"
         for stage, (n_in, kept) in figures.items():
             if stage != "read":
                 text += f" | {stage} {kept:,}" if stage == "write" else f" | {stage} {n_in:,}{self.arrow}{kept:,}"
-        text += f" | {pages / elapsed:,.1f} pages/s, {_duration(elapsed)} elapsed"
+        live_pages = stage_figures(live_counts).get("read", (0, 0))[0]
+        text += f" | {live_pages / elapsed:,.1f} pages/s, {_duration(elapsed)} elapsed"
         if self.tty:  # a line wider than the terminal would not redraw in place
             width = shutil.get_terminal_size().columns - 1
             text = text if len(text) <= width else text[: width - 3] + "..."
@@ -260,7 +296,7 @@ class ProgressMonitor:
         while not self._stop.is_set():
             self._receive()
             now = time.monotonic()
-            if self.latest and now - last >= (self.every if self.tty else self.LOG_FACTOR * self.every):
+            if (self.latest or self.baseline) and now - last >= (self.every if self.tty else self.LOG_FACTOR * self.every):
                 last = now
                 self._print(self.line())
 
@@ -289,7 +325,7 @@ class ProgressMonitor:
             os.environ.pop(ENV, None)
         else:
             os.environ[ENV] = self._previous_env
-        final = self.line() if self.latest else ""
+        final = self.line() if self.latest or self.baseline else ""
         if final and (self.tty or final.rsplit(" | ", 1)[0] != self.printed):
             self._print(final)
         if self.tty and self.lines:

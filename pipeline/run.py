@@ -182,8 +182,8 @@ def run_curation(
         beam_log.addFilter(_drop_interrupt_records)
         try:
             # The monitor must be listening before the workers start: DirectRunner's run() blocks.
-            with interrupts.noted(), ProgressMonitor(n_bytes, run_id) if progress else contextlib.nullcontext():
-                counters, report = run_phases(phases, root, options, patterns, config, reader)
+            with interrupts.noted(), ProgressMonitor(n_bytes, run_id) if progress else contextlib.nullcontext() as monitor:
+                counters, report = run_phases(phases, root, options, patterns, config, reader, monitor)
         except (KeyboardInterrupt, Exception) as exc:
             # Beam re-raises a KeyboardInterrupt that reaches a DoFn as RuntimeError("KeyboardInterrupt
             # [while running ...]"): that is Ctrl-C too. Any other failure goes on up.
