@@ -14,7 +14,9 @@ from mmcurate.stages.config.base import Section as _Section
 
 
 class WriteConfig(_Section):
-    # 0 lets the runner choose the number of shards per table.
+    # Files per table. 0: in a run of one phase (its tables assembled from per-range
+    # parts, docs/scale.md) one file per 128 MB of parts (ours:
+    # stages/engines/table_assembly.TARGET_FILE_BYTES); elsewhere the runner chooses.
     num_shards: int = Field(default=0, ge=0)
     # Rows per Parquet row group.
     row_group_size: int = Field(default=1000, gt=0)
