@@ -15,6 +15,7 @@ each finished input range is one too: ``stages.range_staging``).
 
 from __future__ import annotations
 
+import copy
 import logging
 import posixpath
 from dataclasses import dataclass
@@ -36,7 +37,14 @@ from mmcurate.pipeline.range_outputs import STAGED_CAPTURED, STAGED_DECISIONS, S
 from mmcurate.pipeline.range_outputs import captured_key as _captured_key
 from mmcurate.pipeline.range_outputs import decision_key as _decision_key
 from mmcurate.stages.engines.staging_files import record_key
-from mmcurate.stages.range_staging import RangeStaging, ReadStagedFilesInOrderFn, ReadStagedRangeFn, without_document
+from mmcurate.stages.range_staging import (
+    RangeStaging,
+    ReadStagedBatchFn,
+    ReadStagedFilesInOrderFn,
+    ReadStagedRangeFn,
+    without_document,
+)
+from mmcurate.stages.read_index import ReadWarcIndex
 from mmcurate.stages.safety import DropUnsafeImages, RedactPersonalData, RejectUnsafePages, has_lists
 from mmcurate.stages.staging import ReadStaged, WriteStaged, read_all
 from mmcurate.stages.write import WriteCorpus
@@ -181,23 +189,19 @@ class Funnel:
         # ReadWarc reads whole files, skipping records between those it emits: they count
         # as read too. Another reader (ReadWarcIndex) reads only the records it emits.
         gap = progress.SKIPPED_GAP if reader is None else 0
+        self.ranged = self.stages_ranges(reader)
+        staging = self._range_staging() if self.ranged else None
         if reader is None:
             readers = {}
-            self.ranged = self.stages_ranges(reader)
-            if self.ranged:
-                final = self.phase.final
-                staging = RangeStaging(
-                    self.here,
-                    range_outputs.range_tables(self.here, final),
-                    dict(self.done_ranges),
-                    self._needs_captured() and not final,
-                    range_outputs.range_formats(self.config.write, final),
-                )
+            if staging is not None:
                 readers = {
                     "chunk_reader": ReadStagedRangeFn(self.config.read, staging),
                     "in_order_reader": ReadStagedFilesInOrderFn(self.config.read, staging),
                 }
             reader = ReadWarc(list(inputs), self.config.read, **readers)
+        elif staging is not None:
+            reader = copy.copy(reader)  # a ReadWarcIndex: its batches of pointers are the ranges
+            reader.batch_reader = ReadStagedBatchFn(self.config.read, staging)
         read = self.pipeline | "Read" >> reader
         self.docs = progress.count(read.pages, "CountReadKept", "read", read_gap=gap)
         self._decided(read.rejected, read.errors, read_gap=gap)
@@ -267,13 +271,24 @@ class Funnel:
     def stages_ranges(self, reader: Optional[beam.PTransform]) -> bool:
         """Whether this phase stages per input range (``stages/range_staging.py``): the
         first phase of ``mmcurate run``, reading WARC files (cut into ranges; whole
-        files without ``read.reshuffle`` or under ``read.limit``), unless it is the
-        last and recycles (recycling reads every decision row at once)."""
+        files without ``read.reshuffle`` or under ``read.limit``) or CC-index pointers
+        (in batches), unless it is the last and recycles (recycling reads every
+        decision row at once)."""
         return (
             self.done_ranges is not None
             and self.phase.index == 0
             and not (self.phase.final and self._recycled())
-            and reader is None
+            and (reader is None or isinstance(reader, ReadWarcIndex))
+        )
+
+    def _range_staging(self) -> RangeStaging:
+        final = self.phase.final
+        return RangeStaging(
+            self.here,
+            range_outputs.range_tables(self.here, final),
+            dict(self.done_ranges),
+            self._needs_captured() and not final,
+            range_outputs.range_formats(self.config.write, final),
         )
 
     def stage_outputs(self) -> None:

@@ -186,12 +186,14 @@ def _progress_counts(phase: Phase, counters: dict[tuple[str, str], int]) -> dict
 
 
 def _range_bytes(markers, patterns: Sequence[str]) -> int:
-    """The input bytes of finished ranges (a range to the end of its file: to its size)."""
-    sizes = {path: size for path, size, _ in input_files(patterns)}
+    """The input bytes of finished ranges (a range to the end of its file: to its
+    size; a batch of index pointers: the bytes they name)."""
+    markers = list(markers)
+    sizes = {} if all("bytes" in m for m in markers) else {path: size for path, size, _ in input_files(patterns)}
     total = 0
     for marker in markers:
         path, start, end = marker["range"]
-        total += (end if end >= 0 else sizes.get(path, start)) - start
+        total += marker["bytes"] if "bytes" in marker else (end if end >= 0 else sizes.get(path, start)) - start
     return total
 
 

@@ -37,7 +37,9 @@ from apache_beam.metrics import Metrics
 from mmcurate.schemas import SUBJECT_PAGE, Decision
 from mmcurate.stages.config import ReadConfig
 from mmcurate.stages.engines.staging_files import RangeFiles, TableFormat, range_id, to_row
+from mmcurate.stages.engines.warc.index_pointers import PointerBatch
 from mmcurate.stages.read import IMAGES, ReadChunkFn, ReadFilesInOrderFn, ReadWarcFileFn
+from mmcurate.stages.read_index import ReadBatchFn
 from mmcurate.stages.results import ERRORS, REJECTED, tallied
 
 # Tables and what a page ends as in them: a staged document (``docs``, or the output
@@ -88,10 +90,10 @@ class RangeStaging:
     needs_captured: bool
     formats: Mapping[str, TableFormat] = dataclasses.field(default_factory=dict)
 
-    def staged(self, chunk: tuple[str, int, int], outputs: Iterator, ranges_read) -> Iterator:
+    def staged(self, chunk: tuple[str, int, int], outputs: Iterator, ranges_read, facts=None) -> Iterator:
         """``outputs`` (what reading ``chunk`` yields), passed on while the stagers
         downstream write into the range's files; then the files are finished, with a
-        marker when the range is whole."""
+        marker when the range is whole (holding ``facts`` too)."""
         files = RangeFiles(FileSystems, self.phase_dir, self.tables, chunk, self.formats)
         reading = _Reading(files, self.needs_captured)
         tally: dict[tuple[str, str], int] = {}
@@ -111,7 +113,8 @@ class RangeStaging:
             raise
         finally:
             _CURRENT.reading = outer
-        reading.files.finish(reading.complete(), tally, {"pages": reading.pages_read, "captured": reading.captured_read})
+        facts = {**(facts or {}), "pages": reading.pages_read, "captured": reading.captured_read}
+        reading.files.finish(reading.complete(), tally, facts)
         ranges_read.inc()
 
 
@@ -163,6 +166,29 @@ class ReadStagedFilesInOrderFn(ReadFilesInOrderFn):
                 self._remaining -= done
                 continue
             yield from self._staging.staged(chunk, ReadWarcFileFn.process(self, path), self._ranges_read)
+
+
+class ReadStagedBatchFn(ReadBatchFn):
+    """``ReadBatchFn`` (``--index``: the pointers into one file, in a batch) that stages
+    each batch it reads as the range of bytes its pointers span, and skips the
+    batches an earlier run finished; the marker also holds the bytes the pointers
+    name (``bytes``: the live progress's measure of an index run)."""
+
+    def __init__(self, config: ReadConfig, staging: RangeStaging):
+        super().__init__(config)
+        self._staging = staging
+        self._ranges_read = None
+
+    def setup(self) -> None:
+        super().setup()
+        self._ranges_read = Metrics.counter(NAMESPACE, RANGES_READ)
+
+    def process(self, batch: PointerBatch) -> Iterator:
+        batch = PointerBatch(*batch)
+        chunk = (batch.path, batch.start, batch.end)
+        if range_id(*chunk) not in self._staging.done:
+            reading = super().process(batch)
+            yield from self._staging.staged(chunk, reading, self._ranges_read, {"bytes": batch.bytes})
 
 
 def _provenance(record: Any):

@@ -36,7 +36,9 @@ from mmcurate.stages.config import ReadConfig
 from mmcurate.stages.engines.index_files import header_columns, is_csv, parquet_columns
 from mmcurate.stages.engines.warc.index_pointers import (
     BadIndex,
+    PointerBatch,
     RecordPointer,
+    batch_pointers,
     check_columns,
     csv_pointer_batches,
     parquet_pointer_batches,
@@ -45,7 +47,7 @@ from mmcurate.stages.engines.warc.index_pointers import (
     pointers,
     read_range,
 )
-from mmcurate.stages.read import IMAGES, PAGES, STAGE, ReadResult, ReadWarcFileFn, open_archive
+from mmcurate.stages.read import CHUNK_BYTES, IMAGES, PAGES, STAGE, ReadResult, ReadWarcFileFn, open_archive
 from mmcurate.stages.results import ERRORS, REJECTED
 
 
@@ -105,10 +107,33 @@ class ReadRangeFn(ReadWarcFileFn):
         yield from self.read_stream(pointer.path, io.BytesIO(blob), base=pointer.offset)
 
 
+class ReadBatchFn(ReadRangeFn):
+    """Reads the pointers of one ``PointerBatch``, one after the other."""
+
+    def process(self, batch: PointerBatch) -> Iterator:
+        for key in batch.keys:
+            yield from super().process(key)
+
+
+def _by_file(key: str) -> tuple[str, str]:
+    return pointer_from_key(key).path, key
+
+
+def _batches(item):  # no type hints: Beam would give the NamedTuple a schema coder
+    path, keys = item
+    return batch_pointers(path, keys, CHUNK_BYTES)
+
+
 class ReadWarcIndex(beam.PTransform):
     """Reads the WARC records that CC-index style pointer files name:
     ``p | ReadWarcIndex(["pointers.parquet"], "s3://commoncrawl/", config)`` ->
-    ``ReadResult`` (the same four outputs as ``ReadWarc``)."""
+    ``ReadResult`` (the same four outputs as ``ReadWarc``).
+
+    The pointers into each WARC file are sorted and read in batches of consecutive
+    pointers naming about ``stages.read.CHUNK_BYTES`` (``batch_pointers``): the same
+    batches on every run, which the first phase of ``mmcurate run`` stages as input
+    ranges (``batch_reader``: ``stages/range_staging.py``). Only pointer keys cross
+    the shuffles that make them, never page HTML."""
 
     def __init__(
         self,
@@ -116,8 +141,10 @@ class ReadWarcIndex(beam.PTransform):
         warc_prefix: str = "",
         config: ReadConfig = ReadConfig(),
         label: Optional[str] = None,
+        batch_reader: Optional[ReadBatchFn] = None,
     ):
         super().__init__(label)
+        self.batch_reader = batch_reader
         if isinstance(index_patterns, str):
             index_patterns = [index_patterns]
         self._patterns = [str(p) for p in index_patterns]
@@ -133,12 +160,16 @@ class ReadWarcIndex(beam.PTransform):
             | "MatchIndex" >> fileio.MatchAll(fileio.EmptyMatchTreatment.ALLOW)
             | "IndexPaths" >> beam.Map(lambda metadata: metadata.path)
             | "ReadIndex" >> beam.ParDo(ReadIndexFn(self._prefix))
-            # Reads each pointer once, and spreads the ranges over workers (a shuffle).
+            # Reads each pointer once.
             | "DistinctPointers" >> beam.Distinct()
+            | "ByFile" >> beam.Map(_by_file)
+            | "PointersOfFile" >> beam.GroupByKey()
+            | "Batches" >> beam.FlatMap(_batches)
+            # Spreads the batches over workers (a shuffle of pointer keys).
+            | "SpreadBatches" >> beam.Reshuffle()
         )
-        outputs = pointers | "ReadRanges" >> beam.ParDo(ReadRangeFn(self._config)).with_outputs(
-            IMAGES, REJECTED, ERRORS, main=PAGES
-        )
-        # No reshuffle of pages: the pointers were spread by DistinctPointers, and
-        # page HTML never crosses a shuffle (runners hold shuffled data in memory).
+        reader = self.batch_reader or ReadBatchFn(self._config)
+        outputs = pointers | "ReadRanges" >> beam.ParDo(reader).with_outputs(IMAGES, REJECTED, ERRORS, main=PAGES)
+        # No reshuffle of pages: page HTML never crosses a shuffle (runners hold
+        # shuffled data in memory).
         return ReadResult(outputs[PAGES], outputs[IMAGES], outputs[REJECTED], outputs[ERRORS])

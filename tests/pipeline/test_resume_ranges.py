@@ -1,6 +1,7 @@
 """Resuming by input range where the first phase is also the last (its output tables
 are staged per range and assembled after the run), under --limit and without
-read.reshuffle (a range per file), and the progress a resumed run shows."""
+read.reshuffle (a range per file), from an index (a batch of pointers per range),
+and the progress a resumed run shows."""
 
 from __future__ import annotations
 
@@ -15,9 +16,11 @@ import sys
 import time
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
+from warcio.archiveiterator import ArchiveIterator
 
 from mmcurate.pipeline import progress
 from mmcurate.pipeline.build import plan_phases
@@ -25,6 +28,7 @@ from mmcurate.pipeline.cli import main
 from mmcurate.pipeline.config import load_config
 from mmcurate.pipeline.phases import run_phases
 from mmcurate.schemas.tables import TABLES
+from mmcurate.stages.read_index import ReadWarcIndex
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -42,10 +46,29 @@ def _two_files(directory: Path) -> str:
     return str(directory / "part*.warc.gz")
 
 
-def _run(inputs: str, root: Path, config, monitor=None):
-    """Every phase of a run into staging ``root`` (no publication): counters, report."""
+def _index(directory: Path) -> str:
+    """A CC-index style table of the response records of both files."""
+    names, offsets, lengths = [], [], []
+    for path in sorted(directory.glob("part*.warc.gz")):
+        with open(path, "rb") as fh:
+            records = ArchiveIterator(fh)
+            for record in records:
+                if record.rec_type == "response":
+                    names.append(str(path))
+                    offsets.append(records.get_record_offset())
+                    lengths.append(records.get_record_length())
+    index = directory / "pointers.parquet"
+    pq.write_table(pa.table({"warc_filename": names, "warc_record_offset": offsets, "warc_record_length": lengths}), index)
+    return str(index)
+
+
+def _run(inputs: str, root: Path, config, monitor=None, index=False):
+    """Every phase of a run into staging ``root`` (no publication): counters, report.
+    With ``index``, ``inputs`` is an index of pointers."""
     phases = plan_phases(config)
-    return run_phases(phases, str(root), PipelineOptions(["--runner=DirectRunner"]), [inputs], config, None, monitor)
+    reader = ReadWarcIndex([inputs], "", config.read) if index else None
+    options = PipelineOptions(["--runner=DirectRunner"])
+    return run_phases(phases, str(root), options, [inputs], config, reader, monitor)
 
 
 def _tables(phase: Path) -> dict[str, list]:
@@ -77,6 +100,7 @@ CASES = {
     "one phase": ["run.stages=[heuristics]"],
     "limit": ["run.stages=[heuristics]", "read.limit=4"],
     "no reshuffle": ["run.stages=[heuristics]", "read.reshuffle=false"],
+    "index": ["run.stages=[heuristics]"],
 }
 
 
@@ -85,8 +109,11 @@ def test_a_rerun_reads_only_the_ranges_not_finished_and_assembles_the_same_table
     monkeypatch.setattr(progress.ProgressMonitor, "EVERY", 0.05)
     monkeypatch.setattr(progress.ProgressMonitor, "LOG_FACTOR", 1)
     inputs = _two_files(tmp_path)
+    index = case == "index"  # the pointers into each file are one batch: a range
+    if index:
+        inputs = _index(tmp_path)
     config = load_config(overrides=CASES[case])
-    counters, report = _run(inputs, tmp_path / "whole", config)
+    counters, report = _run(inputs, tmp_path / "whole", config, index=index)
     assert report[0]["ranges"] == {"read": 2, "resumed": 0}
     loose = list((tmp_path / "whole").glob("0-read/loose/*/*.parquet"))
     assert sum(pq.ParquetFile(f).metadata.num_rows for f in loose) == 0  # every row went to its range's part
@@ -96,9 +123,11 @@ def test_a_rerun_reads_only_the_ranges_not_finished_and_assembles_the_same_table
     # A run killed after its first range: the rerun reads the other one only.
     rid = _keep_first_range(tmp_path / "whole", tmp_path / "again")
     size = sum(p.stat().st_size for p in tmp_path.glob("part*.warc.gz"))
+    if index:
+        size = sum(pq.read_table(inputs).column("warc_record_length").to_pylist())
     shown = io.StringIO()
     with progress.ProgressMonitor(size, "r", out=shown) as monitor:
-        again, report = _run(inputs, tmp_path / "again", config, monitor)
+        again, report = _run(inputs, tmp_path / "again", config, monitor, index=index)
     assert report[0]["ranges"] == {"read": 1, "resumed": 1}
     read = [p for p in (tmp_path / "again").glob("0-read/ranges/*.json") if p.stem != rid]
     if case == "limit":  # the first file's 3 pages count towards the limit: 1 page of the second is read

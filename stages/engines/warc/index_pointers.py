@@ -8,7 +8,7 @@ record), read with a seek and one read (on s3:// and gs://, a ranged GET)."""
 from __future__ import annotations
 
 import posixpath
-from typing import BinaryIO, Callable, Iterator, NamedTuple, Sequence
+from typing import BinaryIO, Callable, Iterable, Iterator, NamedTuple, Sequence
 
 import pyarrow as pa
 
@@ -98,3 +98,40 @@ def read_range(pointer: RecordPointer, open_file: Callable[[str], BinaryIO]) -> 
     if len(blob) < length:
         raise ShortRange(f"{len(blob)} of {length} bytes at {offset}: the file ends")
     return blob
+
+
+class PointerBatch(NamedTuple):
+    """Pointers into one file read together: the byte span they cover, ``[start,
+    end)`` (what a staged range is named and owns by), their keys in file order and
+    the bytes they name."""
+
+    path: str
+    start: int
+    end: int
+    keys: tuple[str, ...]
+    bytes: int
+
+
+def batch_pointers(path: str, keys: Iterable[str], max_bytes: int) -> Iterator[PointerBatch]:
+    """The pointers into ``path`` (their keys), sorted by offset and cut into batches
+    of consecutive pointers naming about ``max_bytes`` each: the same batches for the
+    same pointers, however they arrive. A pointer that cannot be read (a negative
+    offset, a length that is not positive) counts from byte 0 and as one byte, the
+    span its error row lies in."""
+    ordered = sorted((pointer_from_key(k) for k in set(keys)), key=lambda p: (p.offset, p.length))
+    batch: list[RecordPointer] = []
+    size = 0
+    for pointer in ordered:
+        batch.append(pointer)
+        size += max(pointer.length, 0)
+        if size >= max_bytes:
+            yield _batch(path, batch, size)
+            batch, size = [], 0
+    if batch:
+        yield _batch(path, batch, size)
+
+
+def _batch(path: str, pointers: list[RecordPointer], size: int) -> PointerBatch:
+    start = min(max(p.offset, 0) for p in pointers)
+    end = max(max(p.offset, 0) + max(p.length, 1) for p in pointers)
+    return PointerBatch(path, start, end, tuple(pointer_key(p) for p in pointers), size)

@@ -59,3 +59,18 @@ def test_parquet_pointers_and_a_missing_column():
     assert [p for batch in parquet_pointer_batches(buffer, "i.parquet") for p in pointers(batch, "s3://cc/")] == EXPECTED
     with pytest.raises(BadIndex, match="warc_record_length"):
         check_columns("i.csv", ["warc_filename", "warc_record_offset"])
+
+
+def test_pointers_into_a_file_are_batched_in_file_order_the_same_however_they_arrive():
+    from mmcurate.stages.engines.warc.index_pointers import RecordPointer, batch_pointers, pointer_key
+
+    pointers = [RecordPointer("/w/a", offset, 100) for offset in (900, 0, 300, 600, 1200)]
+    keys = [pointer_key(p) for p in pointers]
+    batches = list(batch_pointers("/w/a", keys, 250))
+    # A batch closes once it names 250 bytes or more.
+    assert [(b.start, b.end, b.bytes) for b in batches] == [(0, 700, 300), (900, 1300, 200)]
+    assert batches[0].keys == tuple(pointer_key(RecordPointer("/w/a", o, 100)) for o in (0, 300, 600))
+    assert list(batch_pointers("/w/a", reversed(keys + keys[:2]), 250)) == batches
+    # A pointer that cannot be read spans byte 0 (where its error row lies), one byte.
+    [bad] = batch_pointers("/w/a", [pointer_key(RecordPointer("/w/a", -5, 0))], 250)
+    assert (bad.start, bad.end, bad.bytes) == (0, 1, 0)
