@@ -7,6 +7,11 @@ reads each with ``ReadChunkFn``. In the first phase of ``mmcurate run``,
 finished (their markers, listed when the pipeline is built), and around each range
 it reads opens a ``RangeFiles`` (``engines/staging_files.py``) that the stagers
 downstream (``StageRecordsFn``, one on each output the phase stages) write into.
+A file read whole (``read.reshuffle: false``, or ``ReadStagedFilesInOrderFn`` under
+``read.limit``) is the range ``(path, 0, -1)``; a batch of CC-index pointers
+(``ReadStagedBatchFn``) is the range of bytes they span. What is staged is the next
+phase's staging tables, or, when the first phase is the run's last, the rows of the
+output tables (``pipeline/range_outputs.py`` wires both).
 Steps between a ParDo and the next one without a shuffle between them are fused
 by every Beam runner that runs Python in its SDK harness (Direct, Portable, Flink,
 Dataflow): the records a range's pages become are staged by the same thread,
