@@ -123,10 +123,9 @@ class RangeStaging:
         ranges_read.inc()
 
 
-class ReadStagedRangeFn(ReadChunkFn):
-    """``ReadChunkFn`` that stages each range it reads (``staging``) and skips the
-    ranges an earlier run finished. A file read whole (``read.reshuffle: false``) is
-    the range ``(path, 0, -1)``."""
+class _StagedReading:
+    """What the staged readers share: the ``RangeStaging`` and the counter of ranges
+    read. Goes before the reader it stages in the bases."""
 
     def __init__(self, config: ReadConfig, staging: RangeStaging):
         super().__init__(config)
@@ -136,6 +135,12 @@ class ReadStagedRangeFn(ReadChunkFn):
     def setup(self) -> None:
         super().setup()
         self._ranges_read = Metrics.counter(NAMESPACE, RANGES_READ)
+
+
+class ReadStagedRangeFn(_StagedReading, ReadChunkFn):
+    """``ReadChunkFn`` that stages each range it reads (``staging``) and skips the
+    ranges an earlier run finished. A file read whole (``read.reshuffle: false``) is
+    the range ``(path, 0, -1)``."""
 
     def process(self, chunk: tuple[str, int, int]) -> Iterator:
         chunk = (chunk[0], int(chunk[1]), int(chunk[2]))
@@ -144,21 +149,12 @@ class ReadStagedRangeFn(ReadChunkFn):
             yield from self._staging.staged(chunk, super().process(chunk), self._ranges_read)
 
 
-class ReadStagedFilesInOrderFn(ReadFilesInOrderFn):
+class ReadStagedFilesInOrderFn(_StagedReading, ReadFilesInOrderFn):
     """``ReadFilesInOrderFn`` (``read.limit``: the first N pages, files in path order)
     that stages each file it reads as the range ``(path, 0, -1)``. A file an earlier
     run finished is skipped and its pages (its marker's, up to the limit: the same
     pages, since files are always taken in the same order) count towards the limit,
     so the rerun reads the same first N pages."""
-
-    def __init__(self, config: ReadConfig, staging: RangeStaging):
-        super().__init__(config)
-        self._staging = staging
-        self._ranges_read = None
-
-    def setup(self) -> None:
-        super().setup()
-        self._ranges_read = Metrics.counter(NAMESPACE, RANGES_READ)
 
     def process(self, paths: list[str]) -> Iterator:
         self._remaining = self._config.limit
@@ -173,20 +169,11 @@ class ReadStagedFilesInOrderFn(ReadFilesInOrderFn):
             yield from self._staging.staged(chunk, ReadWarcFileFn.process(self, path), self._ranges_read)
 
 
-class ReadStagedBatchFn(ReadBatchFn):
+class ReadStagedBatchFn(_StagedReading, ReadBatchFn):
     """``ReadBatchFn`` (``--index``: the pointers into one file, in a batch) that stages
     each batch it reads as the range of bytes its pointers span, and skips the
     batches an earlier run finished; the marker also holds the bytes the pointers
     name (``bytes``: the live progress's measure of an index run)."""
-
-    def __init__(self, config: ReadConfig, staging: RangeStaging):
-        super().__init__(config)
-        self._staging = staging
-        self._ranges_read = None
-
-    def setup(self) -> None:
-        super().setup()
-        self._ranges_read = Metrics.counter(NAMESPACE, RANGES_READ)
 
     def process(self, batch: PointerBatch) -> Iterator:
         batch = PointerBatch(*batch)

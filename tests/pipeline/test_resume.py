@@ -120,6 +120,20 @@ def split_input(tmp_path_factory) -> Path:
     return directory
 
 
+def kill_once_ranges_are_marked(inputs: str, output: Path, *args: str) -> int:
+    """Starts a run and SIGKILLs it once some of its first phase's ranges are marked,
+    before all are; how many were."""
+    proc = subprocess.Popen(cli(inputs, "-o", output, "-q", *args), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    wait_for(lambda: len(finished_ranges(output)) >= 1, 300, proc)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    finished = len(finished_ranges(output))
+    assert 0 < finished < RANGE_FILES, "the run was killed after all its ranges: nothing left to resume"
+    assert finished_phases(output) == [] and not (output / "manifest.json").exists()
+    return finished
+
+
 def _first_phase(inputs: str, root: Path, done: dict) -> dict:
     """Runs the first phase of a default run alone; its counters."""
     config = load_config()
@@ -170,14 +184,7 @@ def test_a_run_killed_inside_its_first_phase_reads_only_the_ranges_it_had_not_fi
     assert want["phases"][0]["ranges"] == {"read": RANGE_FILES, "resumed": 0}
 
     output = tmp_path / "out"
-    proc = subprocess.Popen(cli(inputs, "-o", output, "-q"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
-    wait_for(lambda: len(finished_ranges(output)) >= 1, 300, proc)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    finished = len(finished_ranges(output))
-    assert 0 < finished < RANGE_FILES, "the run was killed after all its ranges: nothing left to resume"
-    assert finished_phases(output) == [] and not (output / "manifest.json").exists()
+    finished = kill_once_ranges_are_marked(inputs, output)
 
     assert main(["run", inputs, "-o", str(output), "--runner-preset", "direct", "--quiet"]) == 0
     kept, rows, manifest = outcome(output)

@@ -7,11 +7,8 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 import shutil
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -32,7 +29,7 @@ from mmcurate.stages.read_index import ReadWarcIndex
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from test_resume import DEMO, RANGE_FILES, cli, finished_phases, finished_ranges, split_input, wait_for  # noqa: E402,F401
+from test_resume import DEMO, RANGE_FILES, kill_once_ranges_are_marked, split_input  # noqa: E402,F401
 from test_run_scale import outcome, progress_figures, stable  # noqa: E402
 from warcbuild import WarcBuilder, html_responses  # noqa: E402
 
@@ -172,14 +169,7 @@ def test_a_one_phase_run_killed_inside_it_reads_only_the_ranges_it_had_not_finis
     assert want["phases"][0]["ranges"] == {"read": RANGE_FILES, "resumed": 0}
 
     output = tmp_path / "out"
-    proc = subprocess.Popen(cli(inputs, "-o", output, "-q", *args), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
-    wait_for(lambda: len(finished_ranges(output)) >= 1, 300, proc)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    finished = len(finished_ranges(output))
-    assert 0 < finished < RANGE_FILES, "the run was killed after all its ranges: nothing left to resume"
-    assert finished_phases(output) == [] and not (output / "manifest.json").exists()
+    finished = kill_once_ranges_are_marked(inputs, output, *args)
 
     assert main(["run", inputs, "-o", str(output), "--runner-preset", "direct", "--quiet", *args]) == 0
     kept, rows, manifest = outcome(output)
