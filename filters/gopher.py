@@ -35,7 +35,7 @@ import numpy as np
 
 from mmcurate.filters import reasons
 from mmcurate.filters.content import WORD_COUNT
-from mmcurate.filters.text import TextView, ngram_hashes, token_ids, view_of
+from mmcurate.filters.text import TextView, has_letter, ngram_hashes, token_ids, view_of
 from mmcurate.filters.verdict import Verdict, keep, reject
 from mmcurate.schemas import Document
 
@@ -102,13 +102,16 @@ def quality(
     check_length = v.unspaced_ratio < _UNSPACED_MAJORITY
     if check_length:
         spaced = v.spaced_words
-        mean_len = sum(map(word_letters, spaced)) / len(spaced) if spaced else 0.0
+        # word_letters differs from len only on Hangul syllables: one search of the text
+        # instead of one per word when it has none.
+        letters = word_letters if _HANGUL_SYLLABLES.search(text) else len
+        mean_len = sum(map(letters, spaced)) / len(spaced) if spaced else 0.0
         signals[MEAN_WORD_LENGTH] = mean_len
     symbols = text.count("#") + sum(text.count(e) for e in _ELLIPSES)
     signals[SYMBOL_WORD_RATIO] = symbol_ratio = symbols / words if words else 0.0
     signals[BULLET_LINES_RATIO] = bullets = sum(1 for l in text_lines if l.startswith(_BULLETS)) / n_lines
     signals[ELLIPSIS_LINES_RATIO] = ellipsis = sum(1 for l in text_lines if l.endswith(_ELLIPSES)) / n_lines
-    alpha = sum(1 for t in toks if any(ch.isalpha() for ch in t)) / len(toks) if toks else 0.0
+    alpha = sum(map(has_letter, toks)) / len(toks) if toks else 0.0
     signals[ALPHABETIC_WORD_RATIO] = alpha
     language_stops = stop_words.get(doc.language)
     if language_stops is not None:

@@ -50,7 +50,7 @@ from typing import Any
 
 from mmcurate.filters import reasons
 from mmcurate.filters.language_codes import CANONICAL
-from mmcurate.filters.text import TextView
+from mmcurate.filters.text import TextView, has_letter
 from mmcurate.filters.verdict import Verdict, keep, reject
 from mmcurate.schemas import Document
 
@@ -168,7 +168,7 @@ def clean_sample(text: str, *, max_chars: int, min_line_chars: int) -> str:
     out: list[str] = []
     size = 0
     for line in chosen:
-        line = " ".join(t for t in _URLISH.sub(" ", line).split() if any(ch.isalpha() for ch in t))
+        line = " ".join(filter(has_letter, _URLISH.sub(" ", line).split()))
         if not line:
             continue
         out.append(line)

@@ -60,12 +60,53 @@ _NOTICE_MARKERS = re.compile(
 # regular expressions, which would otherwise cost as much as extraction itself.
 _WIDGET_KEYS = ("translate", "gtranslate", "weglot", "conveythis", "transposh", "bablic", "localize", "trp-floater")
 _NOTICE_KEYS = ("translat", "übersetz", "tradu", "vertaald", "翻译", "翻訳")
+# Where the patterns run on a page that has a key: around each occurrence of these,
+# every marker containing one of them ("tradotto automaticamente" holds no notice
+# key, so it is one here; it is found only on a page that has a key, as before).
+_WIDGET_ANCHORS = _WIDGET_KEYS
+_NOTICE_ANCHORS = (*_NOTICE_KEYS, "tradotto")
+# Characters around an anchor that a marker may span: over the longest match of
+# either pattern (tests/filters/test_quality_rules.py checks it).
+_REACH = 80
+
+
+def _windows(low: str, anchors: tuple[str, ...]) -> list[tuple[int, int]]:
+    """The stretches of ``low`` within ``_REACH`` characters of an anchor, merged
+    where they touch: every marker lies whole inside one of them."""
+    spans = []
+    for anchor in anchors:
+        at = low.find(anchor)
+        while at != -1:
+            spans.append((max(0, at - _REACH), at + len(anchor) + _REACH))
+            at = low.find(anchor, at + 1)
+    spans.sort()
+    merged: list[tuple[int, int]] = []
+    for start, end in spans:
+        if merged and start <= merged[-1][1]:
+            if end > merged[-1][1]:
+                merged[-1] = (merged[-1][0], end)
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _count(pattern: re.Pattern, low: str, anchors: tuple[str, ...]) -> int:
+    """``len(pattern.findall(low))``, running the pattern only where an anchor is near.
+
+    The same count: a match contains an anchor, so it lies inside that anchor's
+    window, and no match crosses a window's start (it would contain an anchor whose
+    window reaches back over that start, and the two windows would be one); the
+    patterns have no anchors or lookarounds, so a match inside a window is one in
+    the page and the other way round, in the same leftmost, non-overlapping order.
+    On a page whose CSS says ``translate(...)`` this reads a few hundred characters
+    instead of the whole page."""
+    return sum(len(pattern.findall(low, start, end)) for start, end in _windows(low, anchors))
 
 
 def page_markers(html: str) -> dict[str, float]:
     """Counts of translation-widget markers and machine-translation notices in ``html``
     (case-insensitive: the patterns are lower case and run on the lowered page)."""
     low = html.lower()
-    widgets = len(_WIDGET_MARKERS.findall(low)) if any(k in low for k in _WIDGET_KEYS) else 0
-    notices = len(_NOTICE_MARKERS.findall(low)) if any(k in low for k in _NOTICE_KEYS) else 0
+    widgets = _count(_WIDGET_MARKERS, low, _WIDGET_ANCHORS) if any(k in low for k in _WIDGET_KEYS) else 0
+    notices = _count(_NOTICE_MARKERS, low, _NOTICE_ANCHORS) if any(k in low for k in _NOTICE_KEYS) else 0
     return {WIDGET: float(widgets), NOTICE: float(notices)}

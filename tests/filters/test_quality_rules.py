@@ -8,6 +8,7 @@ import pytest
 from docfactory import PROSE, make_doc
 from mmcurate.filters import llm_text, lsh, reasons, rewrites
 from mmcurate.filters import machine_translation as mt
+from mmcurate.filters import mt_page
 from mmcurate.filters.mt_page import NOTICE, WIDGET, page_markers
 from mmcurate.filters.quality import QUALITY_SCORE, min_quality, normalize_text
 
@@ -22,6 +23,45 @@ def test_page_markers_count_widgets_and_notices():
     assert page_markers(NOTICE_PAGE) == {WIDGET: 0.0, NOTICE: 2.0}
     assert page_markers("<p>We translate books by hand.</p>") == {WIDGET: 0.0, NOTICE: 0.0}
     assert page_markers("<P>MACHINE TRANSLATED</P><DIV CLASS=\"WEGLOT-CONTAINER\"></DIV>") == {WIDGET: 1.0, NOTICE: 1.0}
+
+
+def test_page_markers_reach_over_the_longest_marker():
+    # A marker lies inside the window around the key it contains only if _REACH is
+    # at least the longest match of either pattern.
+    import re._parser
+
+    for pattern in (mt_page._WIDGET_MARKERS, mt_page._NOTICE_MARKERS):
+        assert re._parser.parse(pattern.pattern).getwidth()[1] <= mt_page._REACH
+
+
+def _findall_count(html: str) -> dict[str, float]:
+    """page_markers as it was: each pattern over the whole lowered page."""
+    low = html.lower()
+    widgets = len(mt_page._WIDGET_MARKERS.findall(low)) if any(k in low for k in mt_page._WIDGET_KEYS) else 0
+    notices = len(mt_page._NOTICE_MARKERS.findall(low)) if any(k in low for k in mt_page._NOTICE_KEYS) else 0
+    return {WIDGET: float(widgets), NOTICE: float(notices)}
+
+
+def test_page_markers_count_as_the_patterns_do_over_the_whole_page():
+    import random
+
+    pieces = [
+        "translate.google.com/translate_a/element.js", "translate.googleapis.com/translate_a/element.js",
+        "google_translate_element", "googleTranslateElementInit", "gtranslate", "cdn.weglot.com", "weglot-switcher",
+        "weglot.initialize", "conveythis", "transposh", "bablic.init", "global.localizecdn.com", "localize.initialize",
+        "trp-floater-ls", "translatepress-automatic", "machine translated", "auto-translated", "translated by google",
+        "machine translation provided by", "powered by google translate", "maschinell übersetzt", "traduit automatiquement",
+        "traducción automática", "tradução automática", "tradotto automaticamente", "traduzione automatica",
+        "machinaal vertaald", "机器翻译", "自動翻訳", "transform: translate(3px)", "translateX", "Tradu", " ", "<p>", "x" * 90,
+        "automatically ", "translation ", "by google", "İ",
+    ]
+    rng = random.Random(5)
+    for _ in range(400):
+        html = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 40)))
+        assert page_markers(html) == _findall_count(html), html
+    # Italian's notice holds no key: found, as before, only on a page that has one.
+    assert page_markers("<p>Tradotto automaticamente</p>")[NOTICE] == 0.0
+    assert page_markers("<p>Tradotto automaticamente</p><style>a{transform:translate(1px)}</style>")[NOTICE] == 1.0
 
 
 @pytest.mark.parametrize(

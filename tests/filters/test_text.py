@@ -36,3 +36,30 @@ def test_punctuation_of_unspaced_scripts_is_no_word_and_marks_stay_with_their_wo
     # Thai abbreviation mark ฯ and repetition mark ๆ belong to the word before them
     assert word_units("กรุงเทพฯ") == ["กรุงเทพฯ"]
     assert word_units("ไปๆ มาๆ") == ["ไปๆ", "มาๆ"]
+
+
+def test_text_re_reads_as_regex_does_gets_the_same_words_and_tokens_from_re():
+    import random
+
+    from mmcurate.filters import text
+
+    rng = random.Random(3)
+    agreeing = text._agreeing_characters()
+    # Latin, Greek, Cyrillic, punctuation and the apostrophes and hyphens words join on.
+    assert {"é", "ß", "ж", "λ", "’", "—", "\u00a0"} <= set(agreeing)
+    # Combining marks (outside re's \w), superscript digits and U+001C (white space to re only) are not.
+    assert not {"\u0301", "²", "\x1c"} & set(agreeing)
+    pool = "abcXYZ019_ '’-.,;\n\t\u00a0éßжλ—“”€" + "".join(rng.sample(agreeing, 200))
+    for _ in range(500):
+        sample = "".join(rng.choice(pool) for _ in range(rng.randint(0, 120)))
+        if sample.isascii():
+            continue
+        assert text._DISAGREEING.search(sample) is None
+        assert text._PLAIN_WORD.findall(sample) == text._SPACED_WORD.findall(sample), sample
+        assert text._PLAIN_TOKEN.findall(sample) == text._SPACED_TOKEN.findall(sample), sample
+    # One character the two read apart sends the whole text to regex.
+    for odd in ("\u0301", "²", "\x1c"):
+        sample = f"café{odd} naïve"
+        assert text._DISAGREEING.search(sample) is not None
+        assert word_units(sample) == text._SPACED_WORD.findall(sample)
+        assert tokens(sample) == text._SPACED_TOKEN.findall(sample)
