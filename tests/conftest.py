@@ -31,7 +31,7 @@ from typing import Callable
 
 import pytest
 
-import beam_memo
+from mmcurate.runners import dofn_signatures
 from shared_runs import DEMO, SMALL_STAGES, FinishedRun, run_direct, snapshot
 from small_corpus import write_small_warc
 
@@ -66,9 +66,9 @@ def _once(directory: Path, make: Callable[[Path], FinishedRun]) -> FinishedRun:
 
 @pytest.fixture(scope="session", autouse=True)
 def _beam_memo() -> None:
-    """Beam's DoFn introspection memoized (tests/beam_memo.py), in the processes that
-    run tests (not in xdist's controller, which builds no pipeline)."""
-    beam_memo.install()
+    """Beam's DoFn introspection memoized (runners/dofn_signatures.py), in the processes
+    that run tests (not in xdist's controller, which builds no pipeline)."""
+    dofn_signatures.install()
 
 
 @pytest.fixture(scope="session")

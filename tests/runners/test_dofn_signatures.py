@@ -1,10 +1,10 @@
-"""tests/beam_memo.py gives Beam the answers Beam's own introspection gives."""
+"""runners/dofn_signatures.py gives Beam the answers Beam's own introspection gives."""
 
 import apache_beam as beam
 from apache_beam.coders import VarIntCoder
 from apache_beam.transforms import core, userstate
 
-import beam_memo
+from mmcurate.runners import dofn_signatures
 
 
 class _Counting(beam.DoFn):
@@ -22,7 +22,7 @@ def test_the_memo_answers_as_beam_does_and_once_per_function():
         calls.append(f)
         return original(f)
 
-    memo = beam_memo.memoized(counted)
+    memo = dofn_signatures.memoized(counted)
     fn = _Counting()
     first = memo(fn.process)
     assert first == original(fn.process) and first[0] == ["element", "count", "timestamp"]
