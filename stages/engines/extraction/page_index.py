@@ -4,6 +4,7 @@ place (``ImageRecord``)."""
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -93,15 +94,9 @@ class PageIndex:
     images: list[ImageRecord] = field(default_factory=list)
 
     def locate(self, flat_offset: int) -> int:
-        """Index of the text piece that holds ``flat_offset``."""
-        lo, hi = 0, len(self.piece_starts) - 1
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if self.piece_starts[mid] <= flat_offset:
-                lo = mid
-            else:
-                hi = mid - 1
-        return lo
+        """Index of the text piece that holds ``flat_offset`` (the last that starts at
+        or before it; the first piece starts at 0)."""
+        return max(0, bisect_right(self.piece_starts, flat_offset) - 1)
 
 
 def index_page(root: etree._Element, base: str, config: ExtractConfig) -> PageIndex:
@@ -131,6 +126,8 @@ def index_page(root: etree._Element, base: str, config: ExtractConfig) -> PageIn
             owner = el
         else:
             text = el.tail
+            if not text:
+                continue
             owner = el.getparent()
             if owner is None:
                 continue
