@@ -161,7 +161,7 @@ def windows(n_pages: int, window: int) -> None:
         return process(self, page)
 
     extract_stage.ExtractDocumentsFn.process = counted
-    samples: list[tuple[int, float]] = []
+    samples: list[tuple[int, float, float]] = []
     gc_spent = [0.0, 0.0, 0.0]
     gc_runs = [0, 0, 0]
     gc_started: dict[int, float] = {}
@@ -176,27 +176,28 @@ def windows(n_pages: int, window: int) -> None:
 
     def sample():
         while True:
-            samples.append((seen[0], time.process_time()))
+            samples.append((seen[0], time.process_time() - base, os.getloadavg()[0]))
             time.sleep(2)
 
-    gc.callbacks.append(on_gc)
-    threading.Thread(target=sample, daemon=True).start()
     path = warc_of(n_pages)
+    gc.callbacks.append(on_gc)
+    base = time.process_time()
+    threading.Thread(target=sample, daemon=True).start()
     with tempfile.TemporaryDirectory() as out:
         args = ["run", str(path), "--output", out, "--quiet", "--stages", "heuristics"]
         for setting in ["extract.mode=balanced", *MMCURATE_TEXT_SETTINGS]:
             args += ["--set", setting]
         if cli.main(args + ONE_WORKER):
             raise SystemExit("mmcurate run failed")
-    cpu = time.process_time()
-    first = next(((n, c) for n, c in samples if n > 0), (0, cpu))
+    cpu = time.process_time() - base
+    first = next(((n, c) for n, c, _ in samples if n > 0), (0, cpu))
     print(f"{n_pages} pages, one process: {cpu:.1f} CPU s, {first[1]:.2f} of them before the first page was extracted")
     last = first
-    for n, c in samples:
+    for n, c, load in samples:
         if n - last[0] >= window:
-            print(f"  pages {last[0]:>6}-{n:<6} {1000 * (c - last[1]) / (n - last[0]):6.1f} CPU ms per page "
-                  f"(load average {os.getloadavg()[0]:.1f})")
+            print(f"  pages {last[0]:>6}-{n:<6} {1000 * (c - last[1]) / (n - last[0]):6.1f} CPU ms per page (load average {load:.1f})")
             last = (n, c)
+    print(f"  from page {last[0]} to the end of the run: {cpu - last[1]:.1f} CPU s")
     print("garbage collector, runs and CPU s per generation: "
           + ", ".join(f"gen {g}: {gc_runs[g]} runs, {gc_spent[g]:.2f} s" for g in range(3)))
 
