@@ -9,7 +9,8 @@ as the signals ``mt.widget`` and ``mt.notice`` and the ``quality`` stage decides
   services translate pages by machine and serve the result as pages of the site.
 - Notices: sentences a site prints on a machine-translated page ("this page was
   translated automatically", "machine translated by ...", and the same in
-  German, French, Spanish, Portuguese, Italian, Dutch, Chinese and Japanese).
+  German, French, Spanish, Portuguese, Italian, Dutch, Chinese and Japanese; a
+  participle in any gender and number: "tradotta automaticamente").
 """
 
 from __future__ import annotations
@@ -45,10 +46,10 @@ _NOTICE_MARKERS = re.compile(
             r"(?:automatic|machine) translation (?:provided by|powered by|by google)",
             r"powered by google translate",
             r"maschinell übersetzt|automatisch übersetzt|maschinelle übersetzung",
-            r"traduit automatiquement|traduction automatique",
-            r"traducido automáticamente|traducción automática",
-            r"traduzido automaticamente|tradução automática",
-            r"tradotto automaticamente|traduzione automatica",
+            r"tradui(?:t|te|ts|tes) automatiquement|traduction automatique",
+            r"traducid[oa]s? automáticamente|traducción automática",
+            r"traduzid[oa]s? automaticamente|tradução automática",
+            r"tradott[oaie] automaticamente|traduzione automatica",
             r"automatisch vertaald|machinaal vertaald",
             r"机器翻译|自动翻译|機械翻訳|自動翻訳",
         ]
@@ -59,12 +60,11 @@ _NOTICE_MARKERS = re.compile(
 # Every marker contains one of these: pages without any (nearly all) skip the
 # regular expressions, which would otherwise cost as much as extraction itself.
 _WIDGET_KEYS = ("translate", "gtranslate", "weglot", "conveythis", "transposh", "bablic", "localize", "trp-floater")
-_NOTICE_KEYS = ("translat", "übersetz", "tradu", "vertaald", "翻译", "翻訳")
-# Where the patterns run on a page that has a key: around each occurrence of these,
-# every marker containing one of them ("tradotto automaticamente" holds no notice
-# key, so it is one here; it is found only on a page that has a key, as before).
+_NOTICE_KEYS = ("translat", "übersetz", "tradu", "tradott", "vertaald", "翻译", "翻訳")
+# Where the patterns run on a page that has a key: around each occurrence of a key
+# (every marker contains one).
 _WIDGET_ANCHORS = _WIDGET_KEYS
-_NOTICE_ANCHORS = (*_NOTICE_KEYS, "tradotto")
+_NOTICE_ANCHORS = _NOTICE_KEYS
 # Characters around an anchor that a marker may span: over the longest match of
 # either pattern (tests/filters/test_quality_rules.py checks it).
 _REACH = 80

@@ -59,9 +59,21 @@ def test_page_markers_count_as_the_patterns_do_over_the_whole_page():
     for _ in range(400):
         html = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 40)))
         assert page_markers(html) == _findall_count(html), html
-    # Italian's notice holds no key: found, as before, only on a page that has one.
-    assert page_markers("<p>Tradotto automaticamente</p>")[NOTICE] == 0.0
-    assert page_markers("<p>Tradotto automaticamente</p><style>a{transform:translate(1px)}</style>")[NOTICE] == 1.0
+
+
+@pytest.mark.parametrize(
+    "notice",
+    [
+        "Machine translated", "Questa pagina è stata tradotta automaticamente.", "Tradotto automaticamente",
+        "Traduzione automatica di Google", "Maschinell übersetzt", "Traduit automatiquement",
+        "Cette page a été traduite automatiquement", "Página traducida automáticamente", "Textos traduzidos automaticamente", "Automatisch vertaald",
+        "本页面由机器翻译", "このページは機械翻訳です",
+    ],
+)
+def test_every_notice_language_is_found_on_a_page_with_no_other_key(notice):
+    # A notice is found by itself, not only where some other key (a CSS translate())
+    # happens to be on the page.
+    assert page_markers(f"<html><body><p>{notice}</p><p>Text.</p></body></html>")[NOTICE] == 1.0
 
 
 @pytest.mark.parametrize(
