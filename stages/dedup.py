@@ -43,6 +43,7 @@ from mmcurate.stages.config import DedupConfig
 from mmcurate.stages.dedup_verdicts import DecideDuplicatesFn, notes_by_unit
 from mmcurate.stages.engines.dedup_fingerprints import (
     EXACT_GROUP_SIZE,
+    node_key,
     FAILED,
     SHINGLES,
     URL_GROUP_SIZE,
@@ -51,10 +52,10 @@ from mmcurate.stages.engines.dedup_fingerprints import (
     describe_lsh,
     fingerprint_document,
 )
-from mmcurate.stages.near_duplicates import DedupNearDuplicates
+from mmcurate.stages.near_duplicates import DedupNearDuplicates, payload
 from mmcurate.stages.results import ERRORS, KEPT, REJECTED, StageCounters, StageResult, error_decision
 from mmcurate.stages.engines.staging_files import record_key, unit_key
-from mmcurate.stages.staging import VerdictsByUnit
+from mmcurate.stages.staging import VerdictsByUnit, read_unit
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +105,52 @@ class FingerprintDocumentsFn(beam.DoFn):
                 yield beam.pvalue.TaggedOutput(_NOTES, (key, Note(signals=((SHINGLES, doc.signals[SHINGLES]),))))
             yield beam.pvalue.TaggedOutput(_PRINTS, fingerprint)
         self._counters.micros(started)
+
+
+class StagedPayloadsFn(beam.DoFn):
+    """A unit -> ``(node, payload)`` of its documents that are ends of some band edge
+    (``ends``: their keys, a side input), fingerprinted again from staging: a staged
+    run shuffles no document's shingle hashes, only the edge ends' are looked up."""
+
+    def __init__(self, config: DedupConfig):
+        self._config = config
+
+    def setup(self) -> None:
+        self._hasher = minhash.MinHasher(self._config.num_perm, self._config.seed)
+        self._ends_of, self._ends = None, frozenset()
+
+    def process(self, unit: str, ends) -> Iterable[tuple[str, bytes]]:
+        if ends is not self._ends_of:
+            self._ends_of, self._ends = ends, frozenset(ends)
+        if not self._ends:
+            return
+        for doc in read_unit(unit):
+            key = unit_key(unit, record_key(doc))
+            if key not in self._ends:
+                continue
+            try:
+                _, fingerprint = fingerprint_document(doc, key, self._config, self._hasher)
+            except Exception:  # its error row came from the first pass; it is on no edge
+                continue
+            yield from payload(fingerprint, self._config.verify)
+
+
+class StagedPayloads(beam.PTransform):
+    """Band edges ``(hi, lo)`` -> ``(node, payload)`` for every edge end, read from the
+    staged units again (``StagedPayloadsFn``)."""
+
+    def __init__(self, units: beam.PCollection, config: DedupConfig, label: str | None = None):
+        super().__init__(label)
+        self._units = units
+        self._config = config
+
+    def expand(self, edges):
+        ends = (
+            edges
+            | "EndKeys" >> beam.FlatMap(lambda edge: (node_key(edge[0]), node_key(edge[1])))
+            | "DistinctEnds" >> beam.Distinct()
+        )
+        return self._units | "ReadPayloads" >> beam.ParDo(StagedPayloadsFn(self._config), beam.pvalue.AsList(ends))
 
 
 # -- URL and exact text: one group per key ---------------------------------------------
@@ -191,9 +238,10 @@ class DedupDocuments(beam.PTransform):
             _PRINTS, _NOTES, ERRORS, main="docs"
         )
         prints = payloads = fingerprinted[_PRINTS]
-        if c.near and c.verify and (c.url or c.exact_text):
+        if c.near and c.verify and (c.url or c.exact_text or staged):
             # The URL and exact-text shuffles need no shingle hashes; the near step
-            # looks them up for its edge ends only (near_duplicates.py).
+            # looks them up for its edge ends only (near_duplicates.py), in a staged
+            # run from staging again (StagedPayloads), so no shuffle carries them.
             prints = prints | "WithoutHashes" >> beam.Map(_without_hashes)
         notes = [fingerprinted[_NOTES]]
         if c.url:
@@ -205,7 +253,12 @@ class DedupDocuments(beam.PTransform):
             )
             notes.append(exact_notes)
         if c.near:
-            notes.append(prints | "NearDuplicates" >> DedupNearDuplicates(c, payloads=payloads))
+            if staged:
+                lookup = lambda edges: edges | "StagedPayloads" >> StagedPayloads(self._units, c)  # noqa: E731
+                near = DedupNearDuplicates(c, lookup=lookup)
+            else:
+                near = DedupNearDuplicates(c, payloads=payloads)
+            notes.append(prints | "NearDuplicates" >> near)
         all_notes = notes | "AllNotes" >> beam.Flatten()
         if staged:
             joined = (self._units, all_notes | "NotesByUnit" >> beam.Map(notes_by_unit)) | "JoinUnits" >> VerdictsByUnit()

@@ -21,7 +21,7 @@ once, not once per join.
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Callable, Iterable
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
@@ -58,7 +58,7 @@ class StarEdgesFn(beam.DoFn):
             yield node, center
 
 
-def _payload(p: Fingerprint, verify: bool) -> Iterable[tuple[str, bytes]]:
+def payload(p: Fingerprint, verify: bool) -> Iterable[tuple[str, bytes]]:
     """(node, what the later steps compare: shingle hashes when verifying, else the signature)."""
     if p.sig is not None:
         yield p.node, p.hashes if verify else p.sig
@@ -145,12 +145,22 @@ class DedupNearDuplicates(beam.PTransform):
     """Fingerprints -> notes: near-duplicate clusters by MinHash-LSH and connected
     components; the smallest node of each cluster survives. ``payloads``: the same
     documents' fingerprints with their shingle hashes when the input's were dropped
-    (a superset of the input does: only edge ends are looked up); default the input."""
+    (a superset of the input does: only edge ends are looked up); default the input.
+    ``lookup``: instead, a function from the edges (a PCollection of ``(hi, lo)``)
+    to ``(node, payload)`` for every edge end, which finds them without a shuffle of
+    every document's payload (a staged run reads them from staging again)."""
 
-    def __init__(self, config: DedupConfig, payloads: beam.PCollection | None = None, label: str | None = None):
+    def __init__(
+        self,
+        config: DedupConfig,
+        payloads: beam.PCollection | None = None,
+        lookup: Callable[[beam.PCollection], beam.PCollection] | None = None,
+        label: str | None = None,
+    ):
         super().__init__(label)
         self._config = config
         self._payloads = payloads
+        self._lookup = lookup
 
     def expand(self, prints):
         c = self._config
@@ -163,15 +173,18 @@ class DedupNearDuplicates(beam.PTransform):
         )
         # Every later join needs the payloads of edge ends only (labels, survivors and
         # members are all edge ends).
-        by_node = (
-            {
-                "print": (prints if self._payloads is None else self._payloads)
-                | "PayloadByNode" >> beam.FlatMap(_payload, c.verify),
-                "edge": edges | "EdgeEnds" >> beam.FlatMap(_edge_ends),
-            }
-            | "JoinEdgeEnds" >> beam.CoGroupByKey()
-            | "OnAnEdge" >> beam.FlatMap(_if_on_an_edge)
-        )
+        if self._lookup is not None:
+            by_node = self._lookup(edges)
+        else:
+            by_node = (
+                {
+                    "print": (prints if self._payloads is None else self._payloads)
+                    | "PayloadByNode" >> beam.FlatMap(payload, c.verify),
+                    "edge": edges | "EdgeEnds" >> beam.FlatMap(_edge_ends),
+                }
+                | "JoinEdgeEnds" >> beam.CoGroupByKey()
+                | "OnAnEdge" >> beam.FlatMap(_if_on_an_edge)
+            )
         threshold = minhash.lsh_threshold(c.bands, c.rows)
         if c.verify:
             threshold = c.verify_threshold
