@@ -34,13 +34,13 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Optional
 
 import apache_beam as beam
 
 from mmcurate.filters import minhash, reasons
 from mmcurate.stages.config import DedupConfig
-from mmcurate.stages.dedup_verdicts import DecideDuplicatesFn, notes_by_unit
+from mmcurate.stages.dedup_verdicts import DecideDuplicatesFn, notes_by_unit, tokened_unit
 from mmcurate.stages.engines.dedup_fingerprints import (
     EXACT_GROUP_SIZE,
     node_key,
@@ -51,11 +51,14 @@ from mmcurate.stages.engines.dedup_fingerprints import (
     Note,
     describe_lsh,
     fingerprint_document,
+    node_doc_id,
+    unit_token,
+    url_node,
 )
 from mmcurate.stages.near_duplicates import DedupNearDuplicates, payload
 from mmcurate.stages.results import ERRORS, KEPT, REJECTED, StageCounters, StageResult, error_decision
 from mmcurate.stages.engines.staging_files import record_key, unit_key
-from mmcurate.stages.staging import VerdictsByUnit, read_unit
+from mmcurate.stages.staging import read_unit
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +91,7 @@ class FingerprintDocumentsFn(beam.DoFn):
         started = time.perf_counter()
         if self._staged:
             unit, doc = element
-            key = unit_key(unit, record_key(doc))
+            key = unit_key(unit_token(unit), record_key(doc))
         else:
             doc, key = element, record_key(element)
         try:
@@ -125,7 +128,7 @@ class StagedPayloadsFn(beam.DoFn):
         if not self._ends:
             return
         for doc in read_unit(unit):
-            key = unit_key(unit, record_key(doc))
+            key = unit_key(unit_token(unit), record_key(doc))
             if key not in self._ends:
                 continue
             try:
@@ -168,27 +171,33 @@ def _split_by_key(p: Fingerprint, field: str) -> Iterable:
         yield beam.pvalue.TaggedOutput("nokey", p)
 
 
-def _resolve_group(element, node_field: str, reason: str, size_signal: str) -> Iterable:
+def _content_node(p: Fingerprint) -> str:
+    return p.node
+
+
+def _resolve_group(element, order: Callable[[Fingerprint], str], reason: str, size_signal: str) -> Iterable:
     _, members = element
-    members = sorted(members, key=lambda p: getattr(p, node_field))
+    members = sorted(members, key=order)
     survivor = members[0]
     yield survivor
     if len(members) == 1:
         return
-    yield beam.pvalue.TaggedOutput("notes", (survivor.key, Note(signals=((size_signal, float(len(members))),))))
+    yield beam.pvalue.TaggedOutput("notes", (node_key(survivor.node), Note(signals=((size_signal, float(len(members))),))))
     for p in members[1:]:
         # The keys match exactly: similarity 1.
-        note = Note(reason, 1.0, 1.0, f"survivor={survivor.doc_id}")
-        yield beam.pvalue.TaggedOutput("notes", (p.key, note))
+        note = Note(reason, 1.0, 1.0, f"survivor={node_doc_id(survivor.node)}")
+        yield beam.pvalue.TaggedOutput("notes", (node_key(p.node), note))
 
 
 class DedupByKey(beam.PTransform):
-    """Fingerprints grouped by one of their keys; the smallest node of each group
-    survives. Returns (surviving fingerprints, notes)."""
+    """Fingerprints grouped by one of their keys; the member first in ``order`` (a
+    node id of it) survives. Returns (surviving fingerprints, notes)."""
 
-    def __init__(self, key_field: str, node_field: str, reason: str, size_signal: str, label: str | None = None):
+    def __init__(
+        self, key_field: str, order: Callable[[Fingerprint], str], reason: str, size_signal: str, label: str | None = None
+    ):
         super().__init__(label)
-        self._key_field, self._node_field = key_field, node_field
+        self._key_field, self._order = key_field, order
         self._reason, self._size_signal = reason, size_signal
 
     def expand(self, prints):
@@ -197,7 +206,7 @@ class DedupByKey(beam.PTransform):
             split.keyed
             | "GroupByKey" >> beam.GroupByKey()
             | "Resolve"
-            >> beam.FlatMap(_resolve_group, self._node_field, self._reason, self._size_signal).with_outputs(
+            >> beam.FlatMap(_resolve_group, self._order, self._reason, self._size_signal).with_outputs(
                 "notes", main="survivors"
             )
         )
@@ -245,11 +254,11 @@ class DedupDocuments(beam.PTransform):
             prints = prints | "WithoutHashes" >> beam.Map(_without_hashes)
         notes = [fingerprinted[_NOTES]]
         if c.url:
-            prints, url_notes = prints | "Url" >> DedupByKey("url_key", "url_node", reasons.DEDUP_SAME_URL, URL_GROUP_SIZE)
+            prints, url_notes = prints | "Url" >> DedupByKey("url_key", url_node, reasons.DEDUP_SAME_URL, URL_GROUP_SIZE)
             notes.append(url_notes)
         if c.exact_text:
             prints, exact_notes = prints | "ExactText" >> DedupByKey(
-                "text_key", "node", reasons.DEDUP_EXACT_TEXT, EXACT_GROUP_SIZE
+                "text_key", _content_node, reasons.DEDUP_EXACT_TEXT, EXACT_GROUP_SIZE
             )
             notes.append(exact_notes)
         if c.near:
@@ -261,7 +270,10 @@ class DedupDocuments(beam.PTransform):
             notes.append(prints | "NearDuplicates" >> near)
         all_notes = notes | "AllNotes" >> beam.Flatten()
         if staged:
-            joined = (self._units, all_notes | "NotesByUnit" >> beam.Map(notes_by_unit)) | "JoinUnits" >> VerdictsByUnit()
+            joined = {
+                "unit": self._units | "UnitTokens" >> beam.Map(tokened_unit),
+                "verdicts": all_notes | "NotesByUnit" >> beam.Map(notes_by_unit),
+            } | "JoinUnits" >> beam.CoGroupByKey()
         else:
             joined = {"doc": fingerprinted.docs, "note": all_notes} | "JoinNotes" >> beam.CoGroupByKey()
         outputs = joined | "Decide" >> beam.ParDo(DecideDuplicatesFn(staged)).with_outputs(REJECTED, ERRORS, main=KEPT)

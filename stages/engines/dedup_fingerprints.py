@@ -38,12 +38,13 @@ _KEY_SEP = "\x00"
 
 
 class Fingerprint(NamedTuple):
-    """What the dedup shuffles carry for one document."""
+    """What the dedup shuffles carry for one document: every field is held once per
+    document by a runner that keeps shuffles in memory, so none repeats another (the
+    doc_id and the join key of its notes are read from ``node``: ``node_doc_id``,
+    ``node_key``)."""
 
-    doc_id: str
-    key: str  # the join key of its notes: unique per record (staging_files.record_key)
     node: str  # <content rank>|doc_id NUL key: sorts in survivor order
-    url_node: str  # <latest-first rank>|doc_id NUL key
+    url_rank: str  # the latest-first rank: url_node() sorts captures of one URL
     url_key: str  # normalised URL, "" when there is none
     text_key: str  # sha256 of the folded text, "" when there is no text
     sig: Optional[bytes]  # MinHash signature (uint32 little-endian), None without shingles
@@ -77,6 +78,20 @@ def node_doc_id(node: str) -> str:
 
 def node_key(node: str) -> str:
     return node.split(_KEY_SEP, 1)[1]
+
+
+def unit_token(unit: str) -> str:
+    """A short stand-in for a staged unit (``"<row group>:<path>"``) in join keys and
+    node ids, which every dedup shuffle carries: 12 hex digits of its BLAKE2b digest.
+    Units whose tokens collided would only share one join group, where each record
+    still finds its own notes by its record key."""
+    return hashlib.blake2b(unit.encode("utf-8"), digest_size=6).hexdigest()
+
+
+def url_node(p: Fingerprint) -> str:
+    """``<latest-first rank>|doc_id NUL key``: the URL step's survivor order (the
+    content rank of ``node`` swapped for the URL rank; ranks hold no ``|``)."""
+    return p.url_rank + p.node[p.node.index(_SEP) :]
 
 
 # -- survivor ranks ------------------------------------------------------------------
@@ -163,10 +178,8 @@ def fingerprint_document(
                 hashes = minhash.to_bytes(np.unique(hv))
     url_key = dedup_key(doc.url, c.url_strip_params, c.url_fold_scheme) if c.url else ""
     return doc, Fingerprint(
-        doc_id=doc.doc_id,
-        key=key,
         node=make_node(rank, doc.doc_id, key),
-        url_node=make_node(rank_string(doc, ("latest",)), doc.doc_id, key),
+        url_rank=rank_string(doc, ("latest",)),
         url_key=url_key,
         text_key=text_key(doc) if c.exact_text else "",
         sig=sig,
