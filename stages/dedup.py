@@ -19,7 +19,8 @@ cost, each on the survivors of the one before:
    Kiveris et al. 2014, each step a GroupByKey by node). Chains (A~B, B~C) end in
    one cluster.
 
-Survivors: every node id is ``<rank>|<doc_id>`` (then NUL and the record key) where the rank string sorts in
+Survivors: every node id is ``<rank>|<doc_id>`` (then NUL and the record key; in a
+staged run then NUL and a 12-digit token of the record's staging unit) where the rank string sorts in
 the configured survivor order (``DedupConfig.survivor``, then the smallest doc_id, then
 the record's file and offset: the same record read twice keeps one copy), so
 the smallest id of a group or component is its survivor and the result depends on

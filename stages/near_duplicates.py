@@ -16,7 +16,9 @@ after the bands: the payloads (``payloads``: fingerprints with their shingle
 hashes, which the steps before need not carry) meet the edge ends in one
 CoGroupByKey, and the joins after it carry those nodes' payloads only. A runner
 that holds shuffled data in memory (the DirectRunner) then holds every payload
-once, not once per join.
+once, not once per join. A staged run (``stages/dedup.py``: ``StagedPayloads``)
+shuffles no payload at all: the edge ends' keys go to a side input, and the
+staged units are read again to fingerprint those documents only.
 """
 
 from __future__ import annotations
