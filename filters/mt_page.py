@@ -61,10 +61,6 @@ _NOTICE_MARKERS = re.compile(
 # regular expressions, which would otherwise cost as much as extraction itself.
 _WIDGET_KEYS = ("translate", "gtranslate", "weglot", "conveythis", "transposh", "bablic", "localize", "trp-floater")
 _NOTICE_KEYS = ("translat", "übersetz", "tradu", "tradott", "vertaald", "翻译", "翻訳")
-# Where the patterns run on a page that has a key: around each occurrence of a key
-# (every marker contains one).
-_WIDGET_ANCHORS = _WIDGET_KEYS
-_NOTICE_ANCHORS = _NOTICE_KEYS
 # Characters around an anchor that a marker may span: over the longest match of
 # either pattern (tests/filters/test_quality_rules.py checks it).
 _REACH = 80
@@ -107,6 +103,6 @@ def page_markers(html: str) -> dict[str, float]:
     """Counts of translation-widget markers and machine-translation notices in ``html``
     (case-insensitive: the patterns are lower case and run on the lowered page)."""
     low = html.lower()
-    widgets = _count(_WIDGET_MARKERS, low, _WIDGET_ANCHORS) if any(k in low for k in _WIDGET_KEYS) else 0
-    notices = _count(_NOTICE_MARKERS, low, _NOTICE_ANCHORS) if any(k in low for k in _NOTICE_KEYS) else 0
+    widgets = _count(_WIDGET_MARKERS, low, _WIDGET_KEYS)
+    notices = _count(_NOTICE_MARKERS, low, _NOTICE_KEYS)
     return {WIDGET: float(widgets), NOTICE: float(notices)}
