@@ -11,7 +11,10 @@ only on the function, so ``mmcurate run`` (``pipeline.run``) and the tests
 Nothing else changes: the same names and defaults come back (fresh lists, as from
 Beam), and every other callable goes to Beam's own code. Worker processes that
 Beam starts (the ``local`` preset's, a Portable or Flink runner's SDK harness) run
-Beam's own introspection.
+Beam's own introspection. Installed, it stays for the life of the process (a
+program that calls ``run_curation`` gets it too), and it is installed only on the
+Beam release it was checked against (``BEAM_VERSION``, the pinned one): on another,
+Beam's own function runs unchanged.
 """
 
 from __future__ import annotations
@@ -39,10 +42,18 @@ def memoized(original: Callable[[Any], _Answer]) -> Callable[[Any], _Answer]:
     return get_function_args_defaults
 
 
-def install() -> None:
+# The Beam release whose callers this memo was checked against (pyproject.toml pins it).
+BEAM_VERSION = "2.77.0"
+
+
+def install() -> bool:
     """Memoize ``apache_beam.transforms.core.get_function_args_defaults`` (its callers
-    in Beam look it up in that module at each call)."""
+    in Beam look it up in that module at each call); whether the memo is in place."""
+    import apache_beam
     from apache_beam.transforms import core
 
+    if apache_beam.__version__ != BEAM_VERSION or not hasattr(core, "get_function_args_defaults"):
+        return False
     if not hasattr(core.get_function_args_defaults, "__wrapped__"):
         core.get_function_args_defaults = memoized(core.get_function_args_defaults)
+    return True

@@ -34,3 +34,15 @@ def test_the_memo_answers_as_beam_does_and_once_per_function():
     assert calls[1:] == [len, len]
     # Beam sees the state spec through the memo (conftest installs it).
     assert userstate.is_stateful_dofn(fn) and userstate.get_dofn_specs(fn)[0] == {_Counting.COUNT}
+
+
+def test_the_memo_is_installed_only_on_the_beam_release_it_was_checked_against(monkeypatch):
+    # The pin and the memo move together: a new Beam pin fails here until the memo's
+    # callers are checked again and BEAM_VERSION follows.
+    assert beam.__version__ == dofn_signatures.BEAM_VERSION
+    assert dofn_signatures.install() is True
+    installed = core.get_function_args_defaults
+    monkeypatch.setattr(beam, "__version__", "2.99.0")
+    monkeypatch.setattr(core, "get_function_args_defaults", installed.__wrapped__)
+    assert dofn_signatures.install() is False
+    assert not hasattr(core.get_function_args_defaults, "__wrapped__")
