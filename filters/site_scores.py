@@ -61,7 +61,7 @@ class SiteSignal:
 
 def site_of(url: str) -> str:
     """The site a page belongs to: its registered domain, lower case ('' if no host)."""
-    return registered_domain(host_of(url).lower())
+    return registered_domain(host_of(url))
 
 
 def score_units(score: float) -> int:

@@ -291,8 +291,9 @@ class ScoreQuality(beam.PTransform):
     def expand(self, docs: beam.PCollection) -> StageResult:
         config = self._config
         scored = docs | "Score" >> RunModel(self._scorer)
-        if site_signals(config):
-            scored = scored | "SiteScores" >> AggregateSiteScores(site_signals(config))
+        signals = site_signals(config)
+        if signals:
+            scored = scored | "SiteScores" >> AggregateSiteScores(signals)
         result = scored | "Rules" >> ApplyDocumentFilters(STAGE, quality_filters(config))
         if not config.rewrite.enabled:
             return result

@@ -14,8 +14,10 @@ A side input is a barrier: no document is decided before every site's sum is kno
 so the stage's input documents wait between the scoring step and this one. A
 runner that materialises the collection between two steps (Dataflow, Flink: to
 disk; the DirectRunner: in memory) holds them there, which a per-document stage
-does not need to; that is the price of deciding a page by its site, and the reason
-the site steps are off unless configured (docs/stages.md).
+does not need to; and every worker that applies the rules holds the whole table
+(one entry per multi-page site, per signal), which at crawl scale is millions of
+entries. That is the price of deciding a page by its site, and the reason the site
+steps are off unless configured (docs/stages.md).
 """
 
 from __future__ import annotations
