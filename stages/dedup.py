@@ -128,15 +128,12 @@ class StagedPayloadsFn(beam.DoFn):
             self._ends_of, self._ends = ends, frozenset(ends)
         if not self._ends:
             return
+        token = unit_token(unit)
         for doc in read_unit(unit):
-            key = unit_key(unit_token(unit), record_key(doc))
-            if key not in self._ends:
-                continue
-            try:
+            key = unit_key(token, record_key(doc))
+            if key in self._ends:  # a document whose fingerprint failed is on no edge
                 _, fingerprint = fingerprint_document(doc, key, self._config, self._hasher)
-            except Exception:  # its error row came from the first pass; it is on no edge
-                continue
-            yield from payload(fingerprint, self._config.verify)
+                yield from payload(fingerprint, self._config.verify)
 
 
 class StagedPayloads(beam.PTransform):

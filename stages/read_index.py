@@ -160,8 +160,7 @@ class ReadWarcIndex(beam.PTransform):
             | "MatchIndex" >> fileio.MatchAll(fileio.EmptyMatchTreatment.ALLOW)
             | "IndexPaths" >> beam.Map(lambda metadata: metadata.path)
             | "ReadIndex" >> beam.ParDo(ReadIndexFn(self._prefix))
-            # Reads each pointer once.
-            | "DistinctPointers" >> beam.Distinct()
+            # Each file's pointers meet here; batch_pointers reads a repeated one once.
             | "ByFile" >> beam.Map(_by_file)
             | "PointersOfFile" >> beam.GroupByKey()
             | "Batches" >> beam.FlatMap(_batches)
