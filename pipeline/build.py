@@ -17,12 +17,10 @@ from __future__ import annotations
 
 import copy
 import logging
-import posixpath
 from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence
 
 import apache_beam as beam
-from apache_beam.io.filesystems import FileSystems
 
 from mmcurate.pipeline import progress
 from mmcurate.pipeline.config import Config
@@ -32,7 +30,7 @@ from mmcurate.stages.extract import ExtractDocuments
 from mmcurate.stages.heuristics import ApplyTextHeuristics
 from mmcurate.stages.read import ReadWarc
 from mmcurate.stages.results import StageResult
-from mmcurate.pipeline import range_outputs
+from mmcurate.pipeline import beam_files, range_outputs
 from mmcurate.pipeline.range_outputs import STAGED_CAPTURED, STAGED_DECISIONS, STAGED_DOCS
 from mmcurate.pipeline.range_outputs import captured_key as _captured_key
 from mmcurate.pipeline.range_outputs import decision_key as _decision_key
@@ -85,12 +83,8 @@ def plan_phases(config: Config) -> list[Phase]:
     return [Phase(i, name, tuple(stages), i == len(groups) - 1) for i, (name, stages) in enumerate(groups)]
 
 
-def _join(*parts: str) -> str:
-    return FileSystems.join(*parts) if "://" in parts[0] else posixpath.join(*parts)
-
-
 def phase_dir(root: str, phase: Phase) -> str:
-    return _join(root, phase.dirname)
+    return beam_files.join(root, phase.dirname)
 
 
 def scoring_accelerator(pipeline: beam.Pipeline) -> Optional[str]:
@@ -146,7 +140,7 @@ def build_phase(
         return True
     funnel.gather_decisions([phase_dir(staging, p) for p in phases[: phase.index]])
     funnel.recycle(scoring_accelerator(pipeline))
-    funnel.write(tables or _join(here, TABLES_DIR))
+    funnel.write(tables or beam_files.join(here, TABLES_DIR))
     return False
 
 
@@ -228,9 +222,9 @@ class Funnel:
     def read_staged(self, previous: str, first: str) -> None:
         """The documents the phase before staged (and, for images and recycle, the
         images phase 0 set aside)."""
-        self.staged = self.pipeline | "ReadStaged" >> ReadStaged([_join(previous, STAGED_DOCS)])
+        self.staged = self.pipeline | "ReadStaged" >> ReadStaged([beam_files.join(previous, STAGED_DOCS)])
         if self._needs_captured():
-            self.captured = read_all([_join(first, STAGED_CAPTURED)], self.pipeline, "ReadCaptured")
+            self.captured = read_all([beam_files.join(first, STAGED_CAPTURED)], self.pipeline, "ReadCaptured")
 
     def heuristics(self) -> None:
         if self._runs("heuristics"):
@@ -253,7 +247,7 @@ class Funnel:
             from mmcurate.stages.images import CurateImages
 
             units = self._units("images")
-            blobs = _join(self.here, STAGED_BLOBS) if units is not None else None
+            blobs = beam_files.join(self.here, STAGED_BLOBS) if units is not None else None
             result = self._apply("images", CurateImages(self.config.images, self.captured, units=units, blob_dir=blobs))
             self.image_rows = result.images
 
@@ -298,16 +292,16 @@ class Funnel:
             captured = self.captured if self._needs_captured() else None
             range_outputs.stage_ranges(self.here, self.docs, self.decisions, captured, self._recycled())
             return
-        _ = self.docs | "StageDocuments" >> WriteStaged(_join(self.here, STAGED_DOCS), key=record_key)
-        _ = self._all_decisions() | "StageDecisions" >> WriteStaged(_join(self.here, STAGED_DECISIONS), key=_decision_key)
+        _ = self.docs | "StageDocuments" >> WriteStaged(beam_files.join(self.here, STAGED_DOCS), key=record_key)
+        _ = self._all_decisions() | "StageDecisions" >> WriteStaged(beam_files.join(self.here, STAGED_DECISIONS), key=_decision_key)
         if self.phase.index == 0 and self._needs_captured():
-            _ = self.captured | "StageCaptured" >> WriteStaged(_join(self.here, STAGED_CAPTURED), key=_captured_key)
+            _ = self.captured | "StageCaptured" >> WriteStaged(beam_files.join(self.here, STAGED_CAPTURED), key=_captured_key)
 
     def gather_decisions(self, earlier: Sequence[str]) -> None:
         """The last phase: its decision rows and those the phases before it staged
         (counted when they ran), as one PCollection."""
         for index, directory in enumerate(earlier):
-            self.decisions.append(read_all([_join(directory, STAGED_DECISIONS)], self.pipeline, f"ReadDecisions{index}"))
+            self.decisions.append(read_all([beam_files.join(directory, STAGED_DECISIONS)], self.pipeline, f"ReadDecisions{index}"))
         self.all_decisions = self._all_decisions()
 
     def redact_personal_data(self) -> None:

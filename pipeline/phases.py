@@ -174,7 +174,6 @@ def run_phases(
     return (totals if metrics else None), report
 
 
-# Every table a first phase writes per range: staging tables, or a run's only phase's parts.
 def _progress_counts(phase: Phase, counters: dict[tuple[str, str], int]) -> dict[str, int]:
     """The progress counts of a phase's counters; in the last phase, the documents its
     last stage kept are those the write stage counts."""
@@ -197,6 +196,7 @@ def _range_bytes(markers, patterns: Sequence[str]) -> int:
     return total
 
 
+# Every table a first phase writes per range: staging tables, or a run's only phase's parts.
 STAGED_TABLES = (STAGED_DOCS, STAGED_DECISIONS, STAGED_CAPTURED, *PART_TABLES)
 
 

@@ -18,12 +18,12 @@ with them.
 from __future__ import annotations
 
 import functools
-import posixpath
 from typing import Optional, Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
+from mmcurate.pipeline import beam_files
 from mmcurate.pipeline.config import Config
 from mmcurate.schemas import Decision
 from mmcurate.schemas.arrow_rows import table_row
@@ -46,10 +46,6 @@ LOOSE_DIR = "loose"
 PART_TABLES = tuple(f"{PARTS_DIR}/{table}" for table in (DOCUMENTS, DECISIONS))
 
 
-def _join(*parts: str) -> str:
-    return FileSystems.join(*parts) if "://" in parts[0] else posixpath.join(*parts)
-
-
 def decision_key(decision: Decision) -> str:
     return decision.doc_id
 
@@ -61,8 +57,8 @@ def captured_key(image) -> str:
 def range_tables(here: str, final: bool) -> dict[str, str]:
     """Table -> directory of the files a range's records go to."""
     if final:
-        return {table: _join(here, PARTS_DIR, table) for table in (DOCUMENTS, DECISIONS)}
-    return {name: _join(here, name) for name in (STAGED_DOCS, STAGED_DECISIONS, STAGED_CAPTURED)}
+        return {table: beam_files.join(here, PARTS_DIR, table) for table in (DOCUMENTS, DECISIONS)}
+    return {name: beam_files.join(here, name) for name in (STAGED_DOCS, STAGED_DECISIONS, STAGED_CAPTURED)}
 
 
 def range_formats(write: WriteConfig, final: bool) -> dict[str, TableFormat]:
@@ -95,7 +91,7 @@ def stage_ranges(
     keys = {STAGED_DOCS: record_key, STAGED_DECISIONS: decision_key, STAGED_CAPTURED: captured_key}
     for table, pcolls in loose.items():
         gathered = pcolls | f"Loose{table.capitalize()}" >> beam.Flatten()
-        _ = gathered | f"StageLoose{table.capitalize()}" >> WriteStaged(_join(here, table), key=keys[table])
+        _ = gathered | f"StageLoose{table.capitalize()}" >> WriteStaged(beam_files.join(here, table), key=keys[table])
 
 
 def write_ranges(here: str, docs: beam.PCollection, decisions: Sequence[beam.PCollection], write: WriteConfig) -> None:
@@ -111,19 +107,19 @@ def write_ranges(here: str, docs: beam.PCollection, decisions: Sequence[beam.PCo
         for i, d in enumerate(decisions)
     ]
     loose_decisions = loose | "LooseDecisions" >> beam.Flatten()
-    _ = (loose_docs, loose_decisions) | "Write" >> WriteCorpus(_join(here, LOOSE_DIR), write)
+    _ = (loose_docs, loose_decisions) | "Write" >> WriteCorpus(beam_files.join(here, LOOSE_DIR), write)
 
 
 def _parts(here: str, table: str, markers: dict[str, dict]) -> list[str]:
     """A table's parts in input order: the finished ranges' files by (file, start),
     then any other range file, then what Beam's sink wrote."""
     fs = FileSystems
-    directory = _join(here, PARTS_DIR, table)
+    directory = beam_files.join(here, PARTS_DIR, table)
     ranged = staging_files.staged_files(fs, directory) if table in (DOCUMENTS, DECISIONS) else []
     order = {staging_files.range_file(fs, directory, rid): (m["range"][0], m["range"][1]) for rid, m in markers.items()}
     marked = sorted((p for p in ranged if p in order), key=lambda p: order[p])
     rest = [p for p in ranged if p not in order]
-    return marked + rest + staging_files.staged_files(fs, _join(here, LOOSE_DIR, table))
+    return marked + rest + staging_files.staged_files(fs, beam_files.join(here, LOOSE_DIR, table))
 
 
 def assemble_tables(here: str, tables: str, config: Config) -> dict[str, list[str]]:
@@ -135,6 +131,6 @@ def assemble_tables(here: str, tables: str, config: Config) -> dict[str, list[st
     for table in TABLES:
         parts = _parts(here, table, markers)
         written[table] = table_assembly.assemble_table(
-            FileSystems, parts, _join(tables, table), SCHEMAS[table], write.compression, write.row_group_size, write.num_shards
+            FileSystems, parts, beam_files.join(tables, table), SCHEMAS[table], write.compression, write.row_group_size, write.num_shards
         )
     return written
