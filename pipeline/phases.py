@@ -6,8 +6,10 @@ phase, each input range that was read whole is recorded too (its marker, with it
 counters: ``stages/range_staging.py``), so a rerun reads only the other ranges and
 adds the finished ones' counters to its own: the manifest's funnel is the same as
 an uninterrupted run's. When the first phase is also the last, its ranges' parts
-of the output tables are assembled once its pipeline has run
-(``range_outputs.assemble_tables``), before the phase is recorded as finished.
+of the output tables are assembled once its pipeline has run, before the phase is
+recorded as finished: by this process when staging is on a local disk
+(``range_outputs.assemble_tables``), by a Beam pipeline of the run's runner, one
+task per output file, when it is on a remote filesystem (``stages/assemble.py``).
 """
 
 from __future__ import annotations
@@ -34,10 +36,11 @@ from mmcurate.pipeline.build import (
     build_phase,
     phase_dir,
 )
-from mmcurate.pipeline.range_outputs import LOOSE_DIR, PART_TABLES, assemble_tables
+from mmcurate.pipeline.range_outputs import LOOSE_DIR, PART_TABLES, assemble_tables, plan_tables
 from mmcurate.pipeline.config import Config
 from mmcurate.pipeline.progress import ProgressMonitor, counts_from_counters
 from mmcurate.stages import read
+from mmcurate.stages.assemble import AssembleFiles
 from mmcurate.stages.engines import staging_files
 from mmcurate.stages.range_staging import NAMESPACE as RANGES_NAMESPACE
 from mmcurate.stages.range_staging import RANGES_READ
@@ -70,6 +73,27 @@ def _run(pipeline: beam.Pipeline) -> tuple[Any, Any]:
     """Runs ``pipeline`` to the end: (result, final state)."""
     result = pipeline.run()
     return result, result.wait_until_finish()
+
+
+def _assembles_here(here: str) -> bool:
+    return beam_files.is_local(here)
+
+
+def _assemble(here: str, options: PipelineOptions, config: Config) -> None:
+    """The output tables of a run's only phase from its parts (``range_outputs``):
+    here when the parts are on this machine's disk; else by the run's runner, whose
+    workers read and write the remote filesystem in parallel."""
+    tables = beam_files.join(here, TABLES_DIR)
+    if _assembles_here(here):
+        assemble_tables(here, tables, config)
+        return
+    pipeline = beam.Pipeline(options=options)
+    _ = pipeline | "AssembleTables" >> AssembleFiles(
+        plan_tables(here, tables, config), config.write.compression, config.write.row_group_size
+    )
+    _, state = _run(pipeline)
+    if state not in (PipelineState.DONE, None):
+        raise RunError(f"assembling the output tables ended in state {state}; nothing was published (staging kept at {here})")
 
 
 COMPLETE = "_COMPLETE.json"
@@ -147,7 +171,7 @@ def run_phases(
                 raise RunError(f"phase {phase.dirname} ended in state {state}; nothing was published (staging kept at {root})")
             interrupts.check()
             if in_parts:
-                assemble_tables(here, beam_files.join(here, TABLES_DIR), config)
+                _assemble(here, options, config)
             counters = query_counters(result)
             if counters is None and phase.index > 0 and metrics:
                 counters = {}  # the runner reports metrics: this phase saw nothing to count

@@ -122,15 +122,24 @@ def _parts(here: str, table: str, markers: dict[str, dict]) -> list[str]:
     return marked + rest + staging_files.staged_files(fs, beam_files.join(here, LOOSE_DIR, table))
 
 
-def assemble_tables(here: str, tables: str, config: Config) -> dict[str, list[str]]:
-    """The output tables under ``tables`` from a run's only phase's parts (after its
-    pipeline has run): table -> the files written."""
+def plan_tables(here: str, tables: str, config: Config) -> list[tuple[str, table_assembly.OutputFile]]:
+    """Every output file of a run's only phase (after its pipeline has run), planned
+    from the parts' footers: ``(table, OutputFile)`` under ``tables``."""
     markers = staging_files.finished_ranges(FileSystems, here)
-    write = config.write
-    written = {}
+    num_shards = config.write.num_shards
+    planned = []
     for table in TABLES:
         parts = _parts(here, table, markers)
-        written[table] = table_assembly.assemble_table(
-            FileSystems, parts, beam_files.join(tables, table), SCHEMAS[table], write.compression, write.row_group_size, write.num_shards
-        )
+        for spec in table_assembly.plan_files(FileSystems, parts, beam_files.join(tables, table), num_shards):
+            planned.append((table, spec))
+    return planned
+
+
+def assemble_tables(here: str, tables: str, config: Config) -> dict[str, list[str]]:
+    """The output tables under ``tables`` from a run's only phase's parts, written by
+    this process: table -> the files written."""
+    write = config.write
+    written: dict[str, list[str]] = {table: [] for table in TABLES}
+    for table, spec in plan_tables(here, tables, config):
+        written[table].append(table_assembly.write_file(FileSystems, spec, SCHEMAS[table], write.compression, write.row_group_size))
     return written

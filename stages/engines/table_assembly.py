@@ -10,6 +10,12 @@ parts (at least one, so a table with no rows is one file with its schema). It is
 streaming pass: one row group in memory at a time, the rows copied as Arrow
 columns (no record is decoded into Python objects).
 
+The work splits by output file: ``plan_files`` reads only the parts' footers and
+says which rows of which parts each file holds (``OutputFile``), and
+``write_file`` writes one file from its slices, so the files of a table can be
+written by different workers (``stages/assemble.py``) and still be the files one
+pass would write.
+
 Plain pyarrow; paths go through a filesystem the caller hands in (Beam's
 ``FileSystems``), so any filesystem Beam knows works and this module needs no Beam.
 """
@@ -17,6 +23,7 @@ Plain pyarrow; paths go through a filesystem the caller hands in (Beam's
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Iterator, Optional, Sequence
 
 import pyarrow as pa
@@ -40,13 +47,30 @@ def shard_count(part_bytes: int, num_shards: int, target: int = TARGET_FILE_BYTE
     return max(1, math.ceil(part_bytes / target))
 
 
-def _row_groups(fs, parts: Sequence[str], schema: pa.Schema) -> Iterator[pa.Table]:
-    for path in parts:
-        with fs.open(path, compression_type="uncompressed") as fh:
-            parquet = pq.ParquetFile(fh)
-            for group in range(parquet.metadata.num_row_groups):
-                table = parquet.read_row_group(group)
+@dataclass(frozen=True)
+class OutputFile:
+    """One output file: its path and, in order, the rows it holds, as slices
+    ``(part, first row, end row)`` of the parts."""
+
+    path: str
+    slices: tuple[tuple[str, int, int], ...]
+
+
+def _slice_groups(fs, part: str, first: int, end: int, schema: pa.Schema) -> Iterator[pa.Table]:
+    """Rows ``[first, end)`` of the Parquet file ``part``, a row group at a time
+    (row groups outside the slice are not read)."""
+    with fs.open(part, compression_type="uncompressed") as fh:
+        parquet = pq.ParquetFile(fh)
+        at = 0
+        for group in range(parquet.metadata.num_row_groups):
+            rows = parquet.metadata.row_group(group).num_rows
+            lo, hi = max(first, at), min(end, at + rows)
+            if lo < hi:
+                table = parquet.read_row_group(group).slice(lo - at, hi - lo)
                 yield table if table.schema.equals(schema) else table.cast(schema)
+            at += rows
+            if at >= end:
+                break
 
 
 def _rows(fs, path: str) -> int:
@@ -80,6 +104,48 @@ class _File:
         self._fh.close()
 
 
+def plan_files(
+    fs,
+    parts: Sequence[str],
+    directory: str,
+    num_shards: int = 0,
+    target: int = TARGET_FILE_BYTES,
+    part_bytes: Optional[int] = None,
+) -> list[OutputFile]:
+    """The files ``assemble_table`` writes for ``parts`` under ``directory``: the rows
+    split evenly, in order, over ``shard_count`` files. Reads the parts' footers only.
+    ``part_bytes``: the parts' total size, when the caller has listed it."""
+    if part_bytes is None:
+        part_bytes = sum(m.size_in_bytes for found in fs.match(list(parts)) for m in found.metadata_list) if parts else 0
+    count = shard_count(part_bytes, num_shards, target)
+    sizes = [_rows(fs, p) for p in parts]
+    total = sum(sizes)
+    # File k holds rows [cuts[k], cuts[k + 1]) of the parts taken as one sequence.
+    cuts = [total * k // count for k in range(count + 1)]
+    files = []
+    for k in range(count):
+        slices = []
+        start = 0
+        for part, rows in zip(parts, sizes):
+            lo, hi = max(cuts[k], start), min(cuts[k + 1], start + rows)
+            if lo < hi:
+                slices.append((part, lo - start, hi - start))
+            start += rows
+        files.append(OutputFile(fs.join(directory, shard_name(k, count)), tuple(slices)))
+    return files
+
+
+def write_file(fs, spec: OutputFile, schema: pa.Schema, compression: str, rows_per_group: int) -> str:
+    """Writes the output file ``spec`` (row groups of ``rows_per_group`` rows, a file
+    with the schema and no rows when it holds none); returns its path."""
+    out = _File(fs, spec.path, schema, compression, rows_per_group)
+    for part, first, end in spec.slices:
+        for table in _slice_groups(fs, part, first, end, schema):
+            out.add(table)
+    out.close()
+    return spec.path
+
+
 def assemble_table(
     fs,
     parts: Sequence[str],
@@ -92,27 +158,7 @@ def assemble_table(
     part_bytes: Optional[int] = None,
 ) -> list[str]:
     """Writes the rows of ``parts`` (Parquet files of ``schema``), in order, to
-    ``directory/part-SSSSS-of-NNNNN.parquet``; returns the paths written.
-    ``part_bytes``: the parts' total size, when the caller has listed it."""
-    if part_bytes is None:
-        part_bytes = sum(m.size_in_bytes for found in fs.match(list(parts)) for m in found.metadata_list) if parts else 0
-    count = shard_count(part_bytes, num_shards, target)
-    total = sum(_rows(fs, p) for p in parts)
-    # File k holds rows [cuts[k], cuts[k + 1]): the rows split evenly, in order.
-    cuts = [total * k // count for k in range(count + 1)]
-    paths = [fs.join(directory, shard_name(k, count)) for k in range(count)]
-    k, row = 0, 0
-    current = _File(fs, paths[0], schema, compression, rows_per_group)
-    for table in _row_groups(fs, parts, schema):
-        while table.num_rows:
-            while k + 1 < count and row >= cuts[k + 1]:
-                current.close()
-                k += 1
-                current = _File(fs, paths[k], schema, compression, rows_per_group)
-            take = min(table.num_rows, cuts[k + 1] - row) if k + 1 < count else table.num_rows
-            current.add(table.slice(0, take))
-            table, row = table.slice(take), row + take
-    current.close()
-    for k in range(k + 1, count):  # files left without rows (more shards than rows)
-        _File(fs, paths[k], schema, compression, rows_per_group).close()
-    return paths
+    ``directory/part-SSSSS-of-NNNNN.parquet``, one file after the other in this
+    process; returns the paths written."""
+    files = plan_files(fs, parts, directory, num_shards, target, part_bytes)
+    return [write_file(fs, spec, schema, compression, rows_per_group) for spec in files]

@@ -189,3 +189,24 @@ def test_a_one_phase_run_killed_inside_it_reads_only_the_ranges_it_had_not_finis
         got = [stable(r) if "signals" in r else r for r in pq.read_table(output / table / names[0]).to_pylist()]
         assert got == [stable(r) if "signals" in r else r for r in pq.read_table(whole / table / names[0]).to_pylist()]
     assert not (output / ".staging").exists()
+
+
+def test_tables_on_a_remote_filesystem_are_assembled_by_the_runner_one_task_per_file(tmp_path, monkeypatch):
+    """Staging that is not on this machine's disk: the runner's workers write the
+    output files from the plan (stages/assemble.py), and they are the files this
+    process writes for local staging."""
+    from mmcurate.pipeline import phases
+    from mmcurate.stages import assemble
+
+    inputs = _two_files(tmp_path)
+    config = load_config(overrides=["run.stages=[heuristics]", "write.num_shards=2"])
+    _run(inputs, tmp_path / "here", config)
+    written = []
+    write_file = assemble.write_file
+    monkeypatch.setattr(assemble, "write_file", lambda fs, spec, *a: written.append(spec.path) or write_file(fs, spec, *a))
+    monkeypatch.setattr(phases, "_assembles_here", lambda here: False)
+    _run(inputs, tmp_path / "remote", config)
+    assert sorted(p.rsplit("/", 2)[-2] + "/" + p.rsplit("/", 1)[-1] for p in written) == sorted(
+        f"{table}/part-0000{k}-of-00002.parquet" for table in TABLES for k in range(2)
+    )
+    assert _tables(tmp_path / "remote" / "0-read") == _tables(tmp_path / "here" / "0-read")

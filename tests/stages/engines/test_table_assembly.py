@@ -85,3 +85,22 @@ def test_a_range_writes_output_rows_in_the_tables_format(tmp_path):
     assert pq.read_table(part).schema.equals(SCHEMAS[DECISIONS])
     assert pq.read_table(part).column("doc_id").to_pylist() == [f"d{i}" for i in range(5)]
     assert sf.finished_ranges(FileSystems, str(phase))[sf.range_id("/w/a", 0, -1)]["tables"] == {DECISIONS: 5}
+
+
+def test_the_plan_names_each_files_slices_of_the_parts_and_writing_files_apart_gives_the_same_files(tmp_path):
+    """Files written one by one from the plan (as Beam's workers do) hold what one pass writes."""
+    parts = [_part(tmp_path / f"{i}.parquet", list(range(10 * i, 10 * i + 5)), rows_per_group=2) for i in range(3)]
+    plan = ta.plan_files(FileSystems, parts, str(tmp_path / "apart"), num_shards=4)
+    assert [spec.slices for spec in plan] == [
+        ((parts[0], 0, 3),),
+        ((parts[0], 3, 5), (parts[1], 0, 2)),
+        ((parts[1], 2, 5), (parts[2], 0, 1)),
+        ((parts[2], 1, 5),),
+    ]
+    apart = [ta.write_file(FileSystems, spec, SCHEMA, "zstd", 3) for spec in reversed(plan)][::-1]
+    whole = ta.assemble_table(FileSystems, parts, str(tmp_path / "whole"), SCHEMA, "zstd", 3, num_shards=4)
+    assert [p.rsplit("/", 1)[-1] for p in apart] == [p.rsplit("/", 1)[-1] for p in whole]
+    for a, w, want in zip(apart, whole, ([3], [3, 1], [3, 1], [3, 1])):
+        assert pq.read_table(a).equals(pq.read_table(w))
+        groups = pq.ParquetFile(a).metadata
+        assert [groups.row_group(g).num_rows for g in range(groups.num_row_groups)] == want
