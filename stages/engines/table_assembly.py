@@ -23,6 +23,7 @@ Plain pyarrow; paths go through a filesystem the caller hands in (Beam's
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Iterator, Optional, Sequence
 
@@ -34,6 +35,8 @@ import pyarrow.parquet as pq
 # wrote it on one machine; a crawl's output is files of ~128 MB that DuckDB reads in
 # parallel and pandas can open one at a time.
 TARGET_FILE_BYTES = 128 * 1024 * 1024
+# Parts whose footers are read at once when planning (ours: I/O-bound round trips).
+FOOTER_READERS = 16
 
 
 def shard_name(index: int, count: int) -> str:
@@ -118,7 +121,10 @@ def plan_files(
     if part_bytes is None:
         part_bytes = sum(m.size_in_bytes for found in fs.match(list(parts)) for m in found.metadata_list) if parts else 0
     count = shard_count(part_bytes, num_shards, target)
-    sizes = [_rows(fs, p) for p in parts]
+    # A footer read is a round trip on a remote filesystem: a crawl's thousands of
+    # parts are counted by a few threads at once.
+    with ThreadPoolExecutor(max_workers=FOOTER_READERS) as pool:
+        sizes = list(pool.map(lambda path: _rows(fs, path), parts))
     total = sum(sizes)
     # File k holds rows [cuts[k], cuts[k + 1]) of the parts taken as one sequence.
     cuts = [total * k // count for k in range(count + 1)]
