@@ -31,7 +31,7 @@ from mmcurate.schemas.tables import DECISIONS, DOCUMENTS, SCHEMAS, TABLES
 from mmcurate.stages.config import WriteConfig
 from mmcurate.stages.engines import staging_files, table_assembly
 from mmcurate.stages.engines.staging_files import TableFormat, record_key
-from mmcurate.stages.range_staging import StageRecordsFn, without_document
+from mmcurate.stages.range_staging import StageRecordsFn, staged_row, without_document
 from mmcurate.stages.staging import WriteStaged
 from mmcurate.stages.write import WriteCorpus
 
@@ -86,7 +86,7 @@ def stage_ranges(
         outputs.append(("Captured", STAGED_CAPTURED, captured, captured_key, None))
     loose: dict[str, list] = {}
     for label, table, pcoll, key, how in outputs:
-        staged = pcoll | f"Stage{label}" >> beam.ParDo(StageRecordsFn(table, key, how))
+        staged = pcoll | f"Stage{label}" >> beam.ParDo(StageRecordsFn(here, table, staged_row(key), how))
         loose.setdefault(table, []).append(staged)
     keys = {STAGED_DOCS: record_key, STAGED_DECISIONS: decision_key, STAGED_CAPTURED: captured_key}
     for table, pcolls in loose.items():
@@ -101,9 +101,9 @@ def write_ranges(here: str, docs: beam.PCollection, decisions: Sequence[beam.PCo
     joins both after the run)."""
     documents = functools.partial(table_row, table=DOCUMENTS)
     rows = functools.partial(table_row, table=DECISIONS)
-    loose_docs = docs | "StageDocuments" >> beam.ParDo(StageRecordsFn(DOCUMENTS, record_key, row=documents))
+    loose_docs = docs | "StageDocuments" >> beam.ParDo(StageRecordsFn(here, DOCUMENTS, documents))
     loose = [
-        d | f"StageDecisions{i}" >> beam.ParDo(StageRecordsFn(DECISIONS, decision_key, without_document, rows))
+        d | f"StageDecisions{i}" >> beam.ParDo(StageRecordsFn(here, DECISIONS, rows, without_document))
         for i, d in enumerate(decisions)
     ]
     loose_decisions = loose | "LooseDecisions" >> beam.Flatten()

@@ -25,13 +25,20 @@ provenance), every captured image it read was staged, and nothing of another ran
 was staged meanwhile. A record that reaches a stager outside its range's reading
 (a runner that does not fuse these steps, such as the Dask runner, or a stage that
 holds records back) is staged by Beam's Parquet sink instead (``loose``), and its
-range gets no marker: it is read again by a rerun, and nothing is lost or counted
-twice.
+range is made not resumable before the record goes on (``_Ledger.spill``): a range
+still being read gets no marker, and the marker of a range this process already
+finished is removed. A rerun reads such a range again (and removes what the killed
+run left of it), so nothing is lost or counted twice. What this cannot see is a
+record produced after its range's marker by a run killed before the record reached
+a stager. No step of the first phase produces one: a step emits an image's decision
+row in the same call as the document it took the image from, so the row is on its
+way before that page's document (which the marker waits for) can be staged.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import threading
 from typing import Any, Callable, Iterator, Mapping, Optional
 
@@ -71,15 +78,63 @@ class _Reading:
         self.pages_read = 0
         self.captured_read = 0
         self.pages_staged = 0
-        self.foreign = False
+        self.foreign = False  # a record of another range reached a stager during it
+        self.spilled = False  # a record of it went past its files (``_Ledger.spill``)
 
     def complete(self) -> bool:
         captured = self.captured_read if self.needs_captured else 0
         return (
             not self.foreign
+            and not self.spilled
             and self.pages_staged == self.pages_read
             and self.files.rows(CAPTURED) == captured
         )
+
+
+class _Ledger:
+    """The ranges this process is reading and those it marked finished, per phase
+    directory, so that a record staged outside its range's files makes that range
+    not resumable (``spill``), whichever thread reads or read it."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._reading: dict[str, list[_Reading]] = {}
+        self._marked: dict[str, dict[str, list[RangeFiles]]] = {}  # phase dir -> file -> ranges
+
+    def begin(self, reading: _Reading) -> None:
+        with self._lock:
+            self._reading.setdefault(reading.files.phase_dir, []).append(reading)
+
+    def drop(self, reading: _Reading) -> None:
+        """``reading`` failed: it is no longer read, and gets no marker."""
+        with self._lock:
+            self._reading[reading.files.phase_dir].remove(reading)
+
+    def end(self, reading: _Reading, finish: Callable[[bool], None]) -> None:
+        """``reading`` is over: ``finish(complete)`` finishes its files (with a marker
+        when complete), with no record of it spilled meanwhile."""
+        files = reading.files
+        with self._lock:
+            self._reading[files.phase_dir].remove(reading)
+            complete = reading.complete()
+            finish(complete)
+            if complete:
+                self._marked.setdefault(files.phase_dir, {}).setdefault(files.path, []).append(files)
+
+    def spill(self, phase_dir: str, warc_file: str, offset: int) -> None:
+        """A record at ``offset`` of ``warc_file`` goes past its range's files: that
+        range, being read, gets no marker; finished, its marker is removed."""
+        with self._lock:
+            for reading in self._reading.get(phase_dir, ()):
+                if reading.files.owns(warc_file, offset):
+                    reading.spilled = True
+            marked = self._marked.get(phase_dir, {}).get(warc_file)
+            for files in [f for f in marked or () if f.owns(warc_file, offset)]:
+                files.unmark()
+                marked.remove(files)
+
+
+_LEDGER = _Ledger()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,6 +159,7 @@ class RangeStaging:
         tally: dict[tuple[str, str], int] = {}
         outer = getattr(_CURRENT, "reading", None)
         _CURRENT.reading = reading
+        _LEDGER.begin(reading)
         try:
             with tallied(tally):
                 for output in outputs:
@@ -114,12 +170,13 @@ class RangeStaging:
                         reading.pages_read += 1
                     yield output
         except BaseException:
-            reading.files.abandon()
+            _LEDGER.drop(reading)
+            files.abandon()
             raise
         finally:
             _CURRENT.reading = outer
         facts = {**(facts or {}), "pages": reading.pages_read, "captured": reading.captured_read}
-        reading.files.finish(reading.complete(), tally, facts)
+        _LEDGER.end(reading, lambda complete: files.finish(complete, tally, facts))
         ranges_read.inc()
 
 
@@ -188,24 +245,25 @@ def _provenance(record: Any):
 
 
 class StageRecordsFn(beam.DoFn):
-    """Stages each record into the files of the range being read, when it belongs to
-    it; any other record goes on (the ``loose`` output, for Beam's sink).
+    """Stages each record into the files of the range being read (a phase's, under
+    ``phase_dir``), when it belongs to it; any other record goes on (the ``loose``
+    output, for Beam's sink), its own range made not resumable first (``_Ledger``).
     ``prepare`` turns a record into what is staged (decision rows drop the rejected
-    document they carry unless recycling needs it); ``key`` is its staged key;
-    ``row`` makes the file's row of it (default: a staging row, the key and the
-    pickled record; an output table's row for the tables of a run's last phase)."""
+    document they carry unless recycling needs it); ``row`` makes the file's row of
+    it (``staged_row``: a staging table's row, the record's key and the pickled
+    record; or an output table's row, for the tables of a run's last phase)."""
 
     def __init__(
         self,
+        phase_dir: str,
         table: str,
-        key: Callable[[Any], str],
+        row: Callable[[Any], dict],
         prepare: Optional[Callable[[Any], Any]] = None,
-        row: Optional[Callable[[Any], dict]] = None,
     ):
+        self._phase_dir = phase_dir
         self._table = table
-        self._key = key
-        self._prepare = prepare
         self._row = row
+        self._prepare = prepare
 
     def process(self, record: Any) -> Iterator:
         if self._prepare is not None:
@@ -213,13 +271,19 @@ class StageRecordsFn(beam.DoFn):
         reading: Optional[_Reading] = getattr(_CURRENT, "reading", None)
         prov = _provenance(record)
         if reading is not None and reading.files.owns(prov.warc_file, prov.offset):
-            reading.files.add(self._table, self._row(record) if self._row is not None else to_row(record, self._key))
+            reading.files.add(self._table, self._row(record))
             if self._table in (DOCS, DOCUMENTS) or (self._table == DECISIONS and record.subject == SUBJECT_PAGE):
                 reading.pages_staged += 1
-        else:
-            if reading is not None:
-                reading.foreign = True
-            yield record
+            return
+        if reading is not None:
+            reading.foreign = True
+        _LEDGER.spill(self._phase_dir, prov.warc_file, prov.offset)
+        yield record
+
+
+def staged_row(key: Callable[[Any], str]) -> Callable[[Any], dict]:
+    """A staging table's row of a record: ``key(record)`` and the pickled record."""
+    return functools.partial(to_row, key=key)
 
 
 def without_document(decision: Decision) -> Decision:

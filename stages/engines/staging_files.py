@@ -197,8 +197,9 @@ class RangeFiles:
 
     ``owns`` says whether a record (by its provenance) lies in the range. ``finish``
     closes the files and renames them into place; with ``complete`` it then writes
-    the range's marker, last, so a marker always names whole files. A table is
-    written in its ``formats`` entry (default: a staging table's ``STAGED``)."""
+    the range's marker, last, so a marker always names whole files; ``unmark``
+    removes the marker again (a record of the range turned up outside its files). A
+    table is written in its ``formats`` entry (default: a staging table's ``STAGED``)."""
 
     def __init__(
         self,
@@ -209,7 +210,7 @@ class RangeFiles:
         formats: Optional[Mapping[str, TableFormat]] = None,
     ):
         self._fs = fs
-        self._phase_dir = phase_dir
+        self.phase_dir = phase_dir
         self._tables = dict(tables)
         self._formats = dict(formats or {})
         self.path, self.start, self.end = chunk
@@ -251,7 +252,13 @@ class RangeFiles:
                 "counters": [[ns, name, value] for (ns, name), value in sorted(counters.items())],
                 **facts,
             }
-            write_marker(fs, marker_path(fs, self._phase_dir, self.rid), marker)
+            write_marker(fs, marker_path(fs, self.phase_dir, self.rid), marker)
+
+    def unmark(self) -> None:
+        """Removes the range's marker, if it has one: it is read again by a rerun."""
+        marker = marker_path(self._fs, self.phase_dir, self.rid)
+        if self._fs.exists(marker):
+            self._fs.delete([marker])
 
     def abandon(self) -> None:
         """Closes the files of a range whose reading failed; they keep temporary names."""
