@@ -50,7 +50,7 @@ from mmcurate.schemas import SUBJECT_PAGE, Decision
 from mmcurate.stages.config import ReadConfig
 from mmcurate.stages.engines.staging_files import RangeFiles, TableFormat, range_id, to_row
 from mmcurate.stages.engines.warc.index_pointers import PointerBatch
-from mmcurate.stages.read import IMAGES, ReadChunkFn, ReadFilesInOrderFn, ReadWarcFileFn
+from mmcurate.stages.read import IMAGES, ReadChunkFn, ReadFilesInOrderFn
 from mmcurate.stages.read_index import ReadBatchFn
 from mmcurate.stages.results import ERRORS, REJECTED, tallied
 
@@ -181,8 +181,8 @@ class RangeStaging:
 
 
 class _StagedReading:
-    """What the staged readers share: the ``RangeStaging`` and the counter of ranges
-    read. Goes before the reader it stages in the bases."""
+    """What the staged readers share: the ``RangeStaging``, the counter of ranges
+    read, and ``_staged``. Goes before the reader it stages in the bases."""
 
     def __init__(self, config: ReadConfig, staging: RangeStaging):
         super().__init__(config)
@@ -193,6 +193,13 @@ class _StagedReading:
         super().setup()
         self._ranges_read = Metrics.counter(NAMESPACE, RANGES_READ)
 
+    def _staged(self, chunk: tuple[str, int, int], reading: Iterator, facts=None) -> Iterator:
+        """What ``reading`` (of ``chunk``) yields, staged; nothing for a range staged by
+        an earlier run: its marker holds its files and counters."""
+        if range_id(*chunk) in self._staging.done:
+            return iter(())
+        return self._staging.staged(chunk, reading, self._ranges_read, facts)
+
 
 class ReadStagedRangeFn(_StagedReading, ReadChunkFn):
     """``ReadChunkFn`` that stages each range it reads (``staging``) and skips the
@@ -201,9 +208,7 @@ class ReadStagedRangeFn(_StagedReading, ReadChunkFn):
 
     def process(self, chunk: tuple[str, int, int]) -> Iterator:
         chunk = (chunk[0], int(chunk[1]), int(chunk[2]))
-        # A range staged by an earlier run is skipped: its marker holds its files and counters.
-        if range_id(*chunk) not in self._staging.done:
-            yield from self._staging.staged(chunk, super().process(chunk), self._ranges_read)
+        return self._staged(chunk, super().process(chunk))
 
 
 class ReadStagedFilesInOrderFn(_StagedReading, ReadFilesInOrderFn):
@@ -213,17 +218,10 @@ class ReadStagedFilesInOrderFn(_StagedReading, ReadFilesInOrderFn):
     pages, since files are always taken in the same order) count towards the limit,
     so the rerun reads the same first N pages."""
 
-    def process(self, paths: list[str]) -> Iterator:
-        self._remaining = self._config.limit
-        for path in sorted(set(paths)):
-            if self._exhausted():
-                return
-            chunk = (path, 0, -1)
-            done = self._staging.done.get(range_id(*chunk))
-            if done is not None:
-                self._remaining -= done
-                continue
-            yield from self._staging.staged(chunk, ReadWarcFileFn.process(self, path), self._ranges_read)
+    def _read_in_turn(self, path: str) -> Iterator:
+        chunk = (path, 0, -1)
+        self._remaining -= self._staging.done.get(range_id(*chunk), 0)
+        return self._staged(chunk, super()._read_in_turn(path))
 
 
 class ReadStagedBatchFn(_StagedReading, ReadBatchFn):
@@ -234,10 +232,7 @@ class ReadStagedBatchFn(_StagedReading, ReadBatchFn):
 
     def process(self, batch: PointerBatch) -> Iterator:
         batch = PointerBatch(*batch)
-        chunk = (batch.path, batch.start, batch.end)
-        if range_id(*chunk) not in self._staging.done:
-            reading = super().process(batch)
-            yield from self._staging.staged(chunk, reading, self._ranges_read, {"bytes": batch.bytes})
+        return self._staged((batch.path, batch.start, batch.end), super().process(batch), {"bytes": batch.bytes})
 
 
 def _provenance(record: Any):

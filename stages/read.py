@@ -221,7 +221,11 @@ class ReadFilesInOrderFn(ReadWarcFileFn):
         for path in sorted(set(paths)):
             if self._exhausted():
                 return
-            yield from super().process(path)
+            yield from self._read_in_turn(path)
+
+    def _read_in_turn(self, path: str) -> Iterator:
+        """One file, in its turn (a staged reader skips those an earlier run finished)."""
+        return ReadWarcFileFn.process(self, path)
 
 
 # Compressed bytes per chunk of records spread over workers (ours: enough pages per
