@@ -11,7 +11,7 @@ from mmcurate.pipeline.config import ALWAYS_ON, STAGE_NAMES, Config
 from mmcurate.pipeline.safety_summary import format_safety, safety_summary
 from mmcurate.schemas import KIND_ERROR, KIND_REJECTED, SUBJECT_PAGE
 from mmcurate.schemas.tables import SCHEMA_VERSION, TABLES
-from mmcurate.stages.results import COUNTER_KEPT, COUNTER_MICROS
+from mmcurate.stages.results import COUNTER_KEPT, COUNTER_MICROS, counters_by_namespace, outcome_counts
 
 PACKAGES = ("mmcurate", "apache-beam", "pyarrow", "warcio", "trafilatura", "lxml", "charset-normalizer", "datasketch")
 
@@ -26,13 +26,6 @@ def package_versions() -> dict[str, str]:
     return versions
 
 
-def counters_by_namespace(counters: Mapping[tuple[str, str], int]) -> dict[str, dict[str, int]]:
-    grouped: dict[str, dict[str, int]] = defaultdict(dict)
-    for (namespace, name), value in counters.items():
-        grouped[namespace][name] = value
-    return grouped
-
-
 def stage_funnel(config: Config, counters: Mapping[tuple[str, str], int], written: Mapping[str, Any]) -> dict[str, Any]:
     """Per stage, in funnel order: whether it ran, in, kept, rejected, errors, seconds."""
     by_ns = counters_by_namespace(counters)
@@ -43,8 +36,7 @@ def stage_funnel(config: Config, counters: Mapping[tuple[str, str], int], writte
             continue
         names = by_ns.get(stage, {})
         kept = names.get(COUNTER_KEPT, 0)
-        rejected = {n.removeprefix("rejected."): v for n, v in names.items() if n.startswith("rejected.")}
-        errors = {n.removeprefix("errors."): v for n, v in names.items() if n.startswith("errors.")}
+        rejected, errors = outcome_counts(names)
         entry = {
             "enabled": True,
             "in": kept + sum(rejected.values()) + sum(errors.values()),

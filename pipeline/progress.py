@@ -38,6 +38,7 @@ import apache_beam as beam
 
 from mmcurate.pipeline.config import STAGE_NAMES
 from mmcurate.schemas import KIND_REJECTED, SUBJECT_PAGE
+from mmcurate.stages.results import COUNTER_KEPT, counters_by_namespace, outcome_counts
 
 ENV = "MMCURATE_PROGRESS"
 _SEND_EVERY = 0.5
@@ -168,18 +169,20 @@ def count(pcoll: beam.PCollection, label: str, stage: Optional[str] = None, read
 
 def counts_from_counters(counters: Mapping[tuple[str, str], int]) -> dict[str, int]:
     """The progress counts of Beam counters ((stage, name) -> value): each stage's
-    kept, rejected and errors, as the manifest's funnel reads them."""
-    counts: Counter[str] = Counter()
-    for (stage, name), value in counters.items():
+    kept, rejected and errors, as the manifest's funnel reads them (a count only
+    where the stage counted one of its kind)."""
+    counts: dict[str, int] = {}
+    for stage, names in counters_by_namespace(counters).items():
         if stage not in STAGE_NAMES:
             continue
-        if name == "kept":
-            counts[f"{stage}.kept"] += value
-        elif name.startswith("rejected."):
-            counts[f"{stage}.rejected"] += value
-        elif name.startswith("errors."):
-            counts[f"{stage}.errors"] += value
-    return dict(counts)
+        rejected, errors = outcome_counts(names)
+        if COUNTER_KEPT in names:
+            counts[f"{stage}.kept"] = names[COUNTER_KEPT]
+        if rejected:
+            counts[f"{stage}.rejected"] = sum(rejected.values())
+        if errors:
+            counts[f"{stage}.errors"] = sum(errors.values())
+    return counts
 
 
 def _duration(seconds: float) -> str:

@@ -7,7 +7,8 @@ import contextlib
 import logging
 import threading
 import time
-from typing import Callable, Iterable, NamedTuple, Sequence
+from collections import defaultdict
+from typing import Callable, Iterable, Mapping, NamedTuple, Sequence
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
@@ -31,12 +32,33 @@ COUNTER_KEPT = "kept"
 COUNTER_MICROS = "micros"  # processing time spent in the stage, summed over workers
 
 
+_REJECTED_PREFIX = "rejected."
+_ERRORS_PREFIX = "errors."
+
+
 def rejected_counter(reason: str) -> str:
-    return f"rejected.{reason}"
+    return f"{_REJECTED_PREFIX}{reason}"
 
 
 def error_counter(exc_type: str) -> str:
-    return f"errors.{exc_type}"
+    return f"{_ERRORS_PREFIX}{exc_type}"
+
+
+def counters_by_namespace(counters: Mapping[tuple[str, str], int]) -> dict[str, dict[str, int]]:
+    """Counters ((namespace, name) -> value) by namespace: namespace -> name -> value."""
+    grouped: dict[str, dict[str, int]] = defaultdict(dict)
+    for (namespace, name), value in counters.items():
+        grouped[namespace][name] = value
+    return grouped
+
+
+def outcome_counts(names: Mapping[str, int]) -> tuple[dict[str, int], dict[str, int]]:
+    """A stage's counters (name -> value) read back: its rejections by reason and its
+    errors by exception type (``rejected_counter``, ``error_counter``); its kept
+    documents are ``names[COUNTER_KEPT]``."""
+    rejected = {n.removeprefix(_REJECTED_PREFIX): v for n, v in names.items() if n.startswith(_REJECTED_PREFIX)}
+    errors = {n.removeprefix(_ERRORS_PREFIX): v for n, v in names.items() if n.startswith(_ERRORS_PREFIX)}
+    return rejected, errors
 
 
 class StageResult(NamedTuple):
