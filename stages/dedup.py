@@ -41,7 +41,7 @@ import apache_beam as beam
 
 from mmcurate.filters import minhash, reasons
 from mmcurate.stages.config import DedupConfig
-from mmcurate.stages.dedup_verdicts import DecideDuplicatesFn, notes_by_unit, tokened_unit
+from mmcurate.stages.dedup_verdicts import DecideDuplicatesFn, notes_by_unit
 from mmcurate.stages.engines.dedup_fingerprints import (
     EXACT_GROUP_SIZE,
     node_key,
@@ -59,7 +59,7 @@ from mmcurate.stages.engines.dedup_fingerprints import (
 from mmcurate.stages.near_duplicates import DedupNearDuplicates, payload
 from mmcurate.stages.results import ERRORS, KEPT, REJECTED, StageCounters, StageResult, error_decision
 from mmcurate.stages.engines.staging_files import record_key, unit_key
-from mmcurate.stages.staging import read_unit
+from mmcurate.stages.staging import VerdictsByUnit, read_unit
 
 log = logging.getLogger(__name__)
 
@@ -268,10 +268,8 @@ class DedupDocuments(beam.PTransform):
             notes.append(prints | "NearDuplicates" >> near)
         all_notes = notes | "AllNotes" >> beam.Flatten()
         if staged:
-            joined = {
-                "unit": self._units | "UnitTokens" >> beam.Map(tokened_unit),
-                "verdicts": all_notes | "NotesByUnit" >> beam.Map(notes_by_unit),
-            } | "JoinUnits" >> beam.CoGroupByKey()
+            by_unit = all_notes | "NotesByUnit" >> beam.Map(notes_by_unit)
+            joined = (self._units, by_unit) | "JoinUnits" >> VerdictsByUnit(key=unit_token)
         else:
             joined = {"doc": fingerprinted.docs, "note": all_notes} | "JoinNotes" >> beam.CoGroupByKey()
         outputs = joined | "Decide" >> beam.ParDo(DecideDuplicatesFn(staged)).with_outputs(REJECTED, ERRORS, main=KEPT)

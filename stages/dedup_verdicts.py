@@ -4,9 +4,10 @@ The dedup steps shuffle fingerprints only and leave ``Note``s keyed by record
 (``stages/engines/dedup_fingerprints.py``). ``DecideDuplicatesFn`` meets each
 document with its notes and decides: kept with the notes' signals, or one rejection
 row. In memory the documents and notes meet by a ``CoGroupByKey``; in a staged run
-(``staging``) the notes are grouped by unit (``notes_by_unit``: by a short token
-of the unit, which their keys carry) and each unit's documents are read again from staging,
-so that no document crosses a shuffle.
+(``staging``) the notes are grouped by unit (``notes_by_unit``, then
+``staging.VerdictsByUnit`` keyed by a short token of the unit, which the notes' keys
+carry) and each unit's documents are read again from staging, so that no document
+crosses a shuffle.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import apache_beam as beam
 
 from mmcurate.filters.verdict import reject
 from mmcurate.schemas import Document
-from mmcurate.stages.engines.dedup_fingerprints import FAILED, Note, apply_notes, sorted_notes, unit_token
+from mmcurate.stages.engines.dedup_fingerprints import FAILED, Note, apply_notes, sorted_notes
 from mmcurate.stages.results import ERRORS, REJECTED, StageCounters, error_decision, rejection_decision
 from mmcurate.stages.engines.staging_files import by_key, record_key, split_unit_key
 from mmcurate.stages.staging import read_unit
@@ -31,10 +32,6 @@ def notes_by_unit(keyed_note: tuple[str, Note]) -> tuple[str, tuple[str, Note]]:
     unit (``dedup_fingerprints.unit_token``)."""
     token, key = split_unit_key(keyed_note[0])
     return token, (key, keyed_note[1])
-
-
-def tokened_unit(unit: str) -> tuple[str, str]:
-    return unit_token(unit), unit
 
 
 class DecideDuplicatesFn(beam.DoFn):

@@ -19,7 +19,7 @@ writes its tables per input range instead (``stages/range_staging.py``).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, NamedTuple, Sequence
+from typing import Any, Callable, Iterator, NamedTuple, Optional, Sequence
 
 import apache_beam as beam
 from apache_beam.io import fileio
@@ -109,12 +109,23 @@ def read_all(directories: Sequence[str], pbegin, label: str) -> beam.PCollection
 
 
 class VerdictsByUnit(beam.PTransform):
-    """``(unit, (key, verdict))`` pairs and the units -> ``(unit, {"unit": ..., "verdicts": [...]})``
-    per unit, every unit present (with no verdicts when none names it)."""
+    """``(units, verdicts)`` -> ``(unit key, {"unit": [unit, ...], "verdicts": [...]})``,
+    every unit present (with no verdicts when none names it). A unit's key is
+    ``key(unit)`` (default: the unit itself); ``verdicts`` are ``(unit key,
+    (record key, verdict))`` pairs. A short key (dedup's ``unit_token``) keeps the
+    shuffle small; units whose keys collide share one group, which names them all."""
+
+    def __init__(self, key: Optional[Callable[[str], str]] = None, label: str | None = None):
+        super().__init__(label)
+        self._key = key
 
     def expand(self, pcolls) -> beam.PCollection:
         units, verdicts = pcolls
         return {
-            "unit": units | "UnitKeys" >> beam.Map(lambda u: (u, None)),
+            "unit": units | "UnitKeys" >> beam.Map(_keyed_unit, self._key),
             "verdicts": verdicts,
         } | "JoinByUnit" >> beam.CoGroupByKey()
+
+
+def _keyed_unit(unit: str, key: Optional[Callable[[str], str]]) -> tuple[str, str]:
+    return (unit if key is None else key(unit)), unit
