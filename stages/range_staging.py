@@ -48,7 +48,7 @@ from apache_beam.metrics import Metrics
 
 from mmcurate.schemas import SUBJECT_PAGE, Decision
 from mmcurate.stages.config import ReadConfig
-from mmcurate.stages.engines.staging_files import RangeFiles, TableFormat, range_id, to_row
+from mmcurate.stages.engines.staging_files import RangeFiles, TableFormat, in_range, range_id, remove_marker, to_row
 from mmcurate.stages.engines.warc.index_pointers import PointerBatch
 from mmcurate.stages.read import IMAGES, ReadChunkFn, ReadFilesInOrderFn
 from mmcurate.stages.read_index import ReadBatchFn
@@ -99,7 +99,7 @@ class _Ledger:
     def __init__(self):
         self._lock = threading.Lock()
         self._reading: dict[str, list[_Reading]] = {}
-        self._marked: dict[str, dict[str, list[RangeFiles]]] = {}  # phase dir -> file -> ranges
+        self._marked: dict[str, dict[str, list[tuple[str, int, int]]]] = {}  # phase dir -> file -> ranges
 
     def begin(self, reading: _Reading) -> None:
         with self._lock:
@@ -119,7 +119,8 @@ class _Ledger:
             complete = reading.complete()
             finish(complete)
             if complete:
-                self._marked.setdefault(files.phase_dir, {}).setdefault(files.path, []).append(files)
+                chunk = (files.path, files.start, files.end)
+                self._marked.setdefault(files.phase_dir, {}).setdefault(files.path, []).append(chunk)
 
     def spill(self, phase_dir: str, warc_file: str, offset: int) -> None:
         """A record at ``offset`` of ``warc_file`` goes past its range's files: that
@@ -129,9 +130,9 @@ class _Ledger:
                 if reading.files.owns(warc_file, offset):
                     reading.spilled = True
             marked = self._marked.get(phase_dir, {}).get(warc_file)
-            for files in [f for f in marked or () if f.owns(warc_file, offset)]:
-                files.unmark()
-                marked.remove(files)
+            for chunk in [c for c in marked or () if in_range(c, warc_file, offset)]:
+                remove_marker(FileSystems, phase_dir, range_id(*chunk))
+                marked.remove(chunk)
 
 
 _LEDGER = _Ledger()

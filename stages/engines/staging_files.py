@@ -136,6 +136,20 @@ def marker_path(fs, phase_dir: str, rid: str) -> str:
     return fs.join(phase_dir, MARKERS, f"{rid}.json")
 
 
+def in_range(chunk: tuple[str, int, int], warc_file: str, offset: int) -> bool:
+    """Whether the record at ``offset`` of ``warc_file`` lies in the range ``chunk``."""
+    path, start, end = chunk
+    return warc_file == path and offset >= start and (end < 0 or offset < end)
+
+
+def remove_marker(fs, phase_dir: str, rid: str) -> None:
+    """Removes a range's marker, if it has one (a record of the range turned up
+    outside its files): a rerun reads the range again."""
+    marker = marker_path(fs, phase_dir, rid)
+    if fs.exists(marker):
+        fs.delete([marker])
+
+
 @dataclass(frozen=True)
 class TableFormat:
     """How a range's file of one table is written: its Arrow schema, codec and the
@@ -197,9 +211,8 @@ class RangeFiles:
 
     ``owns`` says whether a record (by its provenance) lies in the range. ``finish``
     closes the files and renames them into place; with ``complete`` it then writes
-    the range's marker, last, so a marker always names whole files; ``unmark``
-    removes the marker again (a record of the range turned up outside its files). A
-    table is written in its ``formats`` entry (default: a staging table's ``STAGED``)."""
+    the range's marker, last, so a marker always names whole files. A table is
+    written in its ``formats`` entry (default: a staging table's ``STAGED``)."""
 
     def __init__(
         self,
@@ -218,7 +231,7 @@ class RangeFiles:
         self._writers: dict[str, _TableWriter] = {}
 
     def owns(self, warc_file: str, offset: int) -> bool:
-        return warc_file == self.path and offset >= self.start and (self.end < 0 or offset < self.end)
+        return in_range((self.path, self.start, self.end), warc_file, offset)
 
     def add(self, table: str, row: dict) -> None:
         writer = self._writers.get(table)
@@ -253,12 +266,6 @@ class RangeFiles:
                 **facts,
             }
             write_marker(fs, marker_path(fs, self.phase_dir, self.rid), marker)
-
-    def unmark(self) -> None:
-        """Removes the range's marker, if it has one: it is read again by a rerun."""
-        marker = marker_path(self._fs, self.phase_dir, self.rid)
-        if self._fs.exists(marker):
-            self._fs.delete([marker])
 
     def abandon(self) -> None:
         """Closes the files of a range whose reading failed; they keep temporary names."""
