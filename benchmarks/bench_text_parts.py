@@ -60,7 +60,8 @@ def timed(module: str, name: str, label: str) -> None:
 
 
 def timed_step(step):
-    label = "heuristics: " + getattr(getattr(step, "func", step), "__name__", type(step).__name__)
+    func = getattr(step, "func", step)
+    label = "heuristics: " + getattr(func, "__name__", type(func).__name__)
 
     def run(doc):
         started = time.thread_time()

@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional
 
 from mmcurate.filters import reasons
-from mmcurate.filters.text import count_words
+from mmcurate.filters.text import TextView, count_words
 from mmcurate.filters.verdict import Verdict, keep, reject
 from mmcurate.schemas import Document, TextNode
 
@@ -213,19 +213,36 @@ def _detail(language: str, matches: Matches, limit: int = 8) -> str:
     return f"language={language} " + ", ".join(f"{entry}x{n}" for entry, n in top)
 
 
-def document_ratio(doc: Document, *, words: FlaggedWords, max_ratio: float, max_ratio_by_language: Mapping[str, float]) -> Verdict:
+def document_ratio(
+    doc: Document,
+    *,
+    words: FlaggedWords,
+    max_ratio: float,
+    max_ratio_by_language: Mapping[str, float],
+    view: TextView | None = None,
+) -> Verdict:
     """Reject a document whose flagged-word ratio exceeds the threshold of its
     language (``max_ratio_by_language``, else ``max_ratio``). Ambiguous entries count
-    only beside an unambiguous one. A language without a list is not checked."""
+    only beside an unambiguous one. A language without a list is not checked.
+    Given the document's shared ``view``, its word units are the view's (the same
+    count as ``count_words``) and the matches are left in ``view.memo`` for
+    ``FlaggedNodeCleanup``."""
     wordlist = words.for_language(doc.language)
     if wordlist is None:
         return keep(**{CHECKED: 0.0})
-    matches = find(doc.text, wordlist)
+    if view is None:
+        matches = find(doc.text, wordlist)
+    else:
+        matches = view.memo[(_SCAN, wordlist)] = find(view.text, wordlist, units=view.word_count)
     signals = {CHECKED: 1.0, RATIO: matches.ratio, MATCHES: float(matches.counted), AMBIGUOUS: float(matches.ambiguous)}
     threshold = max_ratio_by_language.get(wordlist.language, max_ratio)
     if matches.ratio > threshold:
         return reject(reasons.SAFETY_FLAGGED_WORDS, matches.ratio, threshold, detail=_detail(wordlist.language, matches), **signals)
     return keep(**signals)
+
+
+# ``view.memo`` key of a document's matches: (_SCAN, the word list).
+_SCAN = "flagged_words.matches"
 
 
 @dataclass(frozen=True)
@@ -237,9 +254,19 @@ class FlaggedNodeCleanup:
     words: FlaggedWords
     max_node_ratio: float
 
-    def __call__(self, doc: Document) -> Document:
+    def __call__(self, doc: Document, view: TextView | None = None) -> Document:
+        """``view``: the document's shared view. When ``document_ratio`` found no entry
+        in the whole text (its matches are in ``view.memo``), no node holds one: the
+        text is the nodes joined by blank lines, and NFKC, case folding and the
+        whitespace folding of ``normalize`` work within each node's part of it, so a
+        node's normalised text is a space-bounded piece of the whole's, and every
+        match in a node is a match there. Each node's ratio is then 0 and no node
+        is looked at."""
         wordlist = self.words.for_language(doc.language)
         if wordlist is None:
+            return doc.with_signals({NODES_REMOVED: 0.0})
+        scanned = view.memo.get((_SCAN, wordlist)) if view is not None else None
+        if scanned is not None and not scanned.entries and self.max_node_ratio >= 0:
             return doc.with_signals({NODES_REMOVED: 0.0})
         kept, removed = [], 0
         for node in doc.nodes:

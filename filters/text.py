@@ -369,6 +369,9 @@ class TextView:
 
     def __init__(self, text: str):
         self.text = text
+        # What a rule family measured on this text and another family reuses, by a
+        # key of its own (e.g. the flagged-word scan, read again by the node rule).
+        self.memo: dict = {}
 
     @cached_property
     def lines(self) -> list[str]:

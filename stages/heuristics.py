@@ -91,6 +91,7 @@ _VIEW_RULES = (
     obelics.text_ratios,
     fineweb.rules,
     c4.rules,
+    flagged.document_ratio,
 )
 
 
@@ -190,7 +191,11 @@ def heuristic_steps(
             steps.append(with_settings(rule, section))
     if o.enabled:
         steps.append(with_settings(obelics.text_ratios, o))
-    return [WithSharedView(step, shared) if getattr(step, "func", None) in _VIEW_RULES else step for step in steps]
+    return [WithSharedView(step, shared) if _takes_view(step) else step for step in steps]
+
+
+def _takes_view(step: Any) -> bool:
+    return getattr(step, "func", None) in _VIEW_RULES or isinstance(step, flagged.FlaggedNodeCleanup)
 
 
 def load_flagged_words(config) -> "flagged.FlaggedWords | None":

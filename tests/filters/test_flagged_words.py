@@ -146,6 +146,34 @@ def test_node_rule_removes_the_flagged_paragraph_of_a_page_that_passes():
     assert len(cleaned.image_nodes) == 1
 
 
+def test_the_node_rule_reads_the_document_scan_from_the_shared_view(monkeypatch):
+    from mmcurate.filters.text import TextView
+
+    clean = [PROSE, PROSE.replace("harbour", "port")]
+    pages = [
+        en_doc("clean", clean),
+        en_doc("spam", clean + ["Great post! " + SLANG]),
+        # "baby batter" only across two nodes: the whole text holds a match, no node does
+        en_doc("straddle", [PROSE + " Baby", "batter " + PROSE]),
+        en_doc("ja", ["\uff21\uff22\uff23 \u65e5\u672c\u8a9e\u306e\u6587\u7ae0\u3002", PROSE], language="ja"),
+    ]
+    rule = FlaggedNodeCleanup(WORDS, max_node_ratio=0.01)
+    scanned = []
+    monkeypatch.setattr(fw, "find", lambda text, *a, **k: scanned.append(text) or find(text, *a, **k))
+    for doc in pages:
+        alone = rule(doc)
+        view = TextView(doc.text)
+        assert document_ratio(doc, words=WORDS, max_ratio=0.01, max_ratio_by_language={}, view=view) == decide(doc)
+        before = len(scanned)
+        # the same nodes are removed, with the same signal, as without the view ...
+        assert rule(doc, view=view) == alone
+        # ... and the nodes are scanned only when the whole text held a match
+        whole = find(doc.text, WORDS.for_language(doc.language))
+        assert len(scanned) - before == (len([n for n in doc.text_nodes if n.text.strip()]) if whole.entries else 0)
+    assert [rule(d).signals[fw.NODES_REMOVED] for d in pages] == [0.0, 1.0, 0.0, 0.0]
+    assert find(pages[2].text, WORDS.for_language("en")).entries == {"baby batter": 1}
+
+
 def test_shipped_lists_have_licence_provenance_and_consistent_ambiguous_entries():
     root = fw.shipped_lists_dir()
     assert "Attribution 4.0 International" in (root / "LICENSE").read_text(encoding="utf-8")
