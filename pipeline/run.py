@@ -22,7 +22,7 @@ from mmcurate.pipeline.config import Config
 from mmcurate.pipeline.manifest import build_manifest
 from mmcurate.pipeline.phases import COMPLETE, STATE, RunError, input_files, kept_ranges, run_key, run_phases
 from mmcurate.pipeline.progress import ProgressMonitor
-from mmcurate.runners import dofn_signatures
+from mmcurate.runners import dofn_signatures, options_views
 from mmcurate.schemas import KIND_REJECTED, SUBJECT_PAGE
 from mmcurate.stages.results import COUNTER_KEPT
 from mmcurate.stages.read_index import ReadWarcIndex, check_index, index_batches
@@ -144,6 +144,7 @@ def run_curation(
     so the numbers are there to read).
     """
     dofn_signatures.install()  # Beam's DoFn introspection once per function (its start-up)
+    options_views.install()  # and each options view made once
     reader = None
     if index:
         if inputs:

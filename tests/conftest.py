@@ -31,7 +31,7 @@ from typing import Callable
 
 import pytest
 
-from mmcurate.runners import dofn_signatures
+from mmcurate.runners import dofn_signatures, options_views
 from shared_runs import DEMO, SMALL_STAGES, FinishedRun, run_direct, snapshot
 from small_corpus import write_small_warc
 
@@ -66,9 +66,11 @@ def _once(directory: Path, make: Callable[[Path], FinishedRun]) -> FinishedRun:
 
 @pytest.fixture(scope="session", autouse=True)
 def _beam_memo() -> None:
-    """Beam's DoFn introspection memoized (runners/dofn_signatures.py), in the processes
-    that run tests (not in xdist's controller, which builds no pipeline)."""
+    """Beam's DoFn introspection and options views memoized (runners/dofn_signatures.py,
+    runners/options_views.py), in the processes that run tests (not in xdist's
+    controller, which builds no pipeline)."""
     dofn_signatures.install()
+    options_views.install()
 
 
 @pytest.fixture(scope="session")
