@@ -88,6 +88,8 @@ def character_units(text: str) -> list[str]:
 
 def unspaced_ratio(text: str) -> float:
     """Share of letters that belong to unspaced scripts (0 for English, ~1 for Chinese)."""
+    if text.isascii() or not _UNSPACED_CHAR.search(text):
+        return 0.0  # no unspaced character: 0 of any number of letters
     letters = sum(map(str.isalpha, text))
     if not letters:
         return 0.0

@@ -63,3 +63,14 @@ def test_text_re_reads_as_regex_does_gets_the_same_words_and_tokens_from_re():
         assert text._DISAGREEING.search(sample) is not None
         assert word_units(sample) == text._SPACED_WORD.findall(sample)
         assert tokens(sample) == text._SPACED_TOKEN.findall(sample)
+
+
+def test_unspaced_ratio_is_the_share_of_letters_in_unspaced_scripts():
+    from mmcurate.filters.text import unspaced_ratio
+
+    for text in ("", "The harbour was built.", "Café naïve", "Москва", "42 — 17%", "🙂 ½"):
+        assert unspaced_ratio(text) == 0.0
+    assert unspaced_ratio("日本語の文章") == 1.0
+    assert unspaced_ratio("abcdef 日本") == 2 / 8
+    # 〇 (U+3007) is of an unspaced block but no letter (Nl): 3 over 2 letters, capped at 1
+    assert unspaced_ratio("〇〇〇 ab") == 1.0
