@@ -36,31 +36,46 @@ from typing import Any, Callable
 _Answer = tuple[list[str], list[Any]]
 
 
-def memoized(original: Callable[[Any], _Answer]) -> Callable[[Any], _Answer]:
-    memo: dict[Any, tuple[tuple[str, ...], tuple[Any, ...]]] = {}
+def _keyed(original: Callable, key_of: Callable, kind: type, frozen: type) -> Callable:
+    """``original`` (one argument, answering a pair of collections), remembered by
+    ``key_of(argument)`` (None: not remembered); each caller gets fresh ``kind``s."""
+    memo: dict[Any, tuple] = {}
 
-    def get_function_args_defaults(f):
-        function = getattr(f, "__func__", None)
-        if not (inspect.ismethod(f) and inspect.isfunction(function)):
-            return original(f)
-        known = memo.get(function)
+    def remembered(argument):
+        key = key_of(argument)
+        if key is None:
+            return original(argument)
+        known = memo.get(key)
         if known is None:
-            args, defaults = original(f)
-            known = memo[function] = (tuple(args), tuple(defaults))
-        return list(known[0]), list(known[1])
+            known = memo[key] = tuple(map(frozen, original(argument)))
+        return kind(known[0]), kind(known[1])
 
-    get_function_args_defaults.__wrapped__ = original
-    return get_function_args_defaults
+    remembered.__wrapped__ = original
+    return remembered
+
+
+def _function_of(f: Any) -> Any:
+    """The plain function behind the bound method ``f``; None for anything else."""
+    function = getattr(f, "__func__", None)
+    return function if inspect.ismethod(f) and inspect.isfunction(function) else None
+
+
+def memoized(original: Callable[[Any], _Answer]) -> Callable[[Any], _Answer]:
+    """``get_function_args_defaults`` remembered by the function behind a bound method."""
+    return _keyed(original, _function_of, list, tuple)
 
 
 _Specs = tuple[set, set]
 
 
 def _methods(dofn: Any) -> tuple | None:
-    """(name, function) of every bound method of ``dofn`` that ``get_dofn_specs``
-    reads, in ``dir`` order; None where its answer may depend on more than that."""
+    """(name, function) of every bound method of the DoFn ``dofn`` that
+    ``get_dofn_specs`` reads, in ``dir`` order; None where its answer may depend on
+    more than that, or ``dofn`` is no DoFn."""
+    from apache_beam.transforms.core import DoFn
+
     kind = type(dofn)
-    if kind.__getattribute__ is not object.__getattribute__ or hasattr(kind, "__getattr__"):
+    if not isinstance(dofn, DoFn) or kind.__getattribute__ is not object.__getattribute__ or hasattr(kind, "__getattr__"):
         return None
     methods = []
     for name in dir(dofn):
@@ -74,22 +89,8 @@ def _methods(dofn: Any) -> tuple | None:
 
 
 def memoized_specs(original: Callable[[Any], _Specs]) -> Callable[[Any], _Specs]:
-    memo: dict[tuple, tuple[frozenset, frozenset]] = {}
-
-    def get_dofn_specs(dofn):
-        from apache_beam.transforms.core import DoFn
-
-        key = _methods(dofn) if isinstance(dofn, DoFn) else None
-        if key is None:
-            return original(dofn)
-        known = memo.get(key)
-        if known is None:
-            states, timers = original(dofn)
-            known = memo[key] = (frozenset(states), frozenset(timers))
-        return set(known[0]), set(known[1])
-
-    get_dofn_specs.__wrapped__ = original
-    return get_dofn_specs
+    """``get_dofn_specs`` remembered by the functions behind the DoFn's bound methods."""
+    return _keyed(original, _methods, set, frozenset)
 
 
 # The Beam release whose callers this memo was checked against (pyproject.toml pins it).
