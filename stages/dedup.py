@@ -112,33 +112,35 @@ class FingerprintDocumentsFn(beam.DoFn):
 
 
 class StagedPayloadsFn(beam.DoFn):
-    """A unit -> ``(node, payload)`` of its documents that are ends of some band edge
-    (``ends``: their keys, a side input), fingerprinted again from staging: a staged
-    run shuffles no document's shingle hashes, only the edge ends' are looked up."""
+    """``(unit token, {"unit": [unit], "verdicts": [(record key, None), ...]})`` -> ``(node,
+    payload)`` of the unit's documents that are ends of some band edge, fingerprinted
+    again from staging: a staged run shuffles no document's shingle hashes, only the
+    edge ends' are looked up, and a unit none of whose documents is an edge end is
+    not read. A worker holds one unit's edge ends at a time."""
 
     def __init__(self, config: DedupConfig):
         self._config = config
 
     def setup(self) -> None:
         self._hasher = minhash.MinHasher(self._config.num_perm, self._config.seed)
-        self._ends_of, self._ends = None, frozenset()
 
-    def process(self, unit: str, ends) -> Iterable[tuple[str, bytes]]:
-        if ends is not self._ends_of:
-            self._ends_of, self._ends = ends, frozenset(ends)
-        if not self._ends:
+    def process(self, joined: tuple[str, dict]) -> Iterable[tuple[str, bytes]]:
+        token, groups = joined
+        ends = frozenset(key for key, _ in groups["verdicts"])
+        if not ends:
             return
-        token = unit_token(unit)
-        for doc in read_unit(unit):
-            key = unit_key(token, record_key(doc))
-            if key in self._ends:  # a document whose fingerprint failed is on no edge
-                _, fingerprint = fingerprint_document(doc, key, self._config, self._hasher)
-                yield from payload(fingerprint, self._config.verify)
+        for unit in groups["unit"]:
+            for doc in read_unit(unit):
+                key = record_key(doc)
+                if key in ends:  # a document whose fingerprint failed is on no edge
+                    _, fingerprint = fingerprint_document(doc, unit_key(token, key), self._config, self._hasher)
+                    yield from payload(fingerprint, self._config.verify)
 
 
 class StagedPayloads(beam.PTransform):
     """Band edges ``(hi, lo)`` -> ``(node, payload)`` for every edge end, read from the
-    staged units again (``StagedPayloadsFn``)."""
+    staged units again (``StagedPayloadsFn``): the distinct ends are grouped with their
+    unit by its token (``staging.VerdictsByUnit``), not handed to every worker whole."""
 
     def __init__(self, units: beam.PCollection, config: DedupConfig, label: str | None = None):
         super().__init__(label)
@@ -150,8 +152,10 @@ class StagedPayloads(beam.PTransform):
             edges
             | "EndKeys" >> beam.FlatMap(lambda edge: (node_key(edge[0]), node_key(edge[1])))
             | "DistinctEnds" >> beam.Distinct()
+            | "EndsByUnit" >> beam.Map(lambda key: notes_by_unit((key, None)))
         )
-        return self._units | "ReadPayloads" >> beam.ParDo(StagedPayloadsFn(self._config), beam.pvalue.AsList(ends))
+        joined = (self._units, ends) | "JoinEnds" >> VerdictsByUnit(key=unit_token)
+        return joined | "ReadPayloads" >> beam.ParDo(StagedPayloadsFn(self._config))
 
 
 # -- URL and exact text: one group per key ---------------------------------------------

@@ -17,8 +17,9 @@ hashes, which the steps before need not carry) meet the edge ends in one
 CoGroupByKey, and the joins after it carry those nodes' payloads only. A runner
 that holds shuffled data in memory (the DirectRunner) then holds every payload
 once, not once per join. A staged run (``stages/dedup.py``: ``StagedPayloads``)
-shuffles no payload at all: the edge ends' keys go to a side input, and the
-staged units are read again to fingerprint those documents only.
+shuffles no payload at all: the edge ends' keys are grouped with their staged
+unit by its token, and only the units that hold an edge end are read again, to
+fingerprint those documents only.
 """
 
 from __future__ import annotations
