@@ -9,7 +9,10 @@ earlier page's text exactly and one in ten nearly (one paragraph changed), so de
 has work. Image ``src`` values that point at captured images get a ``/v<g>/`` path
 segment (g = i // ``--group``) and each group's captures, generated pictures of the
 originals' sizes and formats (tests/imagegen.py), are written under those URLs, so
-the number of distinct images grows with the input too.
+the number of distinct images grows with the input too. ``--markup N`` adds about N
+bytes of markup that is not content to each page's head, different on every page: a
+React-style JSON state blob (``<script id="__NEXT_DATA__">``) and a stylesheet, the
+bulk that makes a Common Crawl page weigh ~100 KB when its text is a few KB.
 
 Each run is a fresh ``mmcurate run`` subprocess with ``--runner-preset direct``
 (one process; the extractor's worker child besides), sampled every 0.2 s with
@@ -57,6 +60,7 @@ _BODY_END = re.compile(rb"</body>", re.IGNORECASE)
 _WORD = re.compile(r"[A-Za-z]{3,12}")
 _TAG = re.compile(rb"<[^>]*>")
 _FIRST_P = re.compile(rb"<p[\s>]", re.IGNORECASE)
+_HEAD_END = re.compile(rb"</head>", re.IGNORECASE)
 SENTENCES = Path("/work/shared/data/mt-wmt22/txt/sources/generaltest2022.en-de.src.en")
 
 
@@ -127,7 +131,29 @@ def versioned_url(absolute: str, g: int) -> str:
     return urlunsplit(parts._replace(path=f"{head}/v{g}/{name}"))
 
 
-def build_input(path: Path, n_pages: int, group: int, extra: int) -> tuple[int, int]:
+def markup(rng: random.Random, pool: list[str], size: int) -> bytes:
+    """About ``size`` bytes of a page's non-content markup: half a JSON state blob of
+    teaser items (titles from ``pool``), half CSS rules, drawn by ``rng``."""
+    items, blob = [], 0
+    while blob < size // 2:
+        title = rng.choice(pool)
+        item = {"id": rng.randrange(10**9), "title": title, "slug": "-".join(title.lower().split()[:6]),
+                "image": {"width": rng.choice((320, 640, 1280)), "ratio": round(rng.random(), 4)}}
+        items.append(item)
+        blob += len(json.dumps(item)) + 1
+    state = json.dumps({"props": {"pageProps": {"items": items}}, "page": "/[slug]", "buildId": f"{rng.getrandbits(48):x}"})
+    rules, css = [], 0
+    while css < size - size // 2:
+        rule = (f".c{rng.getrandbits(24):06x}{{margin:{rng.randrange(40)}px {rng.randrange(40)}px;"
+                f"color:#{rng.getrandbits(24):06x};font-size:{rng.randrange(10, 40)}px}}")
+        rules.append(rule)
+        css += len(rule)
+    state = state.replace("</", "<\\/")  # no end tag inside the script
+    css_text = "".join(rules)
+    return f'<script id="__NEXT_DATA__" type="application/json">{state}</script><style>{css_text}</style>'.encode("utf-8")
+
+
+def build_input(path: Path, n_pages: int, group: int, extra: int, markup_bytes: int = 0) -> tuple[int, int]:
     """Writes ``n_pages`` pages (and their groups' captured images) to ``path``;
     returns (pages, bytes of HTML written)."""
     pages, images = fixture_records()
@@ -160,6 +186,10 @@ def build_input(path: Path, n_pages: int, group: int, extra: int) -> tuple[int, 
                     page = page[: first.start()] + added + page[first.start() :]
                 else:
                     page = _BODY_END.sub(lambda _: added + b"</body>", page, count=1) if _BODY_END.search(page) else page + added
+                if markup_bytes:
+                    bulk = markup(random.Random(~i), pool, markup_bytes)
+                    head = _HEAD_END.search(page)
+                    page = page[: head.start()] + bulk + page[head.start() :] if head else bulk + page
                 html_bytes += len(page)
                 page_url = f"{url}{'&' if '?' in url else '?'}page={i}"
                 warc.response(page_url, page, content_type, status=200)
@@ -229,6 +259,8 @@ def main() -> None:
     parser.add_argument("--stages", action="append", help="stage sets to measure (repeatable); default heuristics,dedup")
     parser.add_argument("--group", type=int, default=100, help="pages that share one set of captured images")
     parser.add_argument("--extra", type=int, default=6, help="paragraphs of varied text added to each page")
+    parser.add_argument("--markup", type=int, default=0,
+                        help="bytes of non-content markup (JSON state, CSS) added to each page's head")
     parser.add_argument("--workdir", type=Path, help="keep inputs and outputs here (default: a temporary directory)")
     parser.add_argument("--reuse-inputs", action="store_true", help="use the inputs already in --workdir")
     parser.add_argument("--beam-arg", action="append", default=[], help="extra flag for mmcurate run (repeatable)")
@@ -248,7 +280,7 @@ def main() -> None:
                 built = json.loads(info.read_text())
                 note = "built before"
             else:
-                n, html_bytes = build_input(path, args.pages * factor, args.group, args.extra)
+                n, html_bytes = build_input(path, args.pages * factor, args.group, args.extra, args.markup)
                 built = {"pages": n, "html_bytes": html_bytes}
                 info.write_text(json.dumps(built))
                 note = "built"
