@@ -31,6 +31,8 @@ import json
 import random
 from dataclasses import dataclass, field
 
+from mmcurate.schemas import Page, Provenance
+
 SUBJECTS = (
     "The river", "The old mill", "The council", "The survey team", "The northern valley", "The museum",
     "The railway company", "The harbour authority", "The village school", "The cathedral chapter",
@@ -399,3 +401,18 @@ def token_f1(extracted: str, golden: str) -> tuple[float, float, float]:
     precision, recall = common / sum(got.values()), common / sum(want.values())
     f1 = 2 * precision * recall / (precision + recall) if common else 0.0
     return precision, recall, f1
+
+
+def html_page(doc_id: str, html: str, url: str, warc_file: str = "test.warc.gz") -> Page:
+    """``html`` as the read stage gives it: a 200 UTF-8 ``text/html`` response of ``url``."""
+    return Page(
+        doc_id=doc_id,
+        url=url,
+        html=html,
+        provenance=Provenance(warc_file=warc_file, record_id=f"<urn:uuid:{doc_id}>", offset=0),
+        http_status=200,
+        content_type="text/html",
+        charset="utf-8",
+        charset_source="http",
+        payload_bytes=len(html.encode()),
+    )

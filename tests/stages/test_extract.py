@@ -11,12 +11,12 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from mmcurate.pipeline.config import ExtractConfig
-from mmcurate.schemas import ImageNode, Page, Provenance
+from mmcurate.schemas import ImageNode, Page
 from mmcurate.stages.engines.extraction.page_documents import SIGNAL_HTML_BYTES, SIGNAL_SECONDS
 from mmcurate.stages.extract import ExtractDocuments, ExtractDocumentsFn
 from mmcurate.stages.engines.extraction.result import Extraction
 from mmcurate.stages.engines.extraction.trafilatura_adapter import extract_trafilatura
-from pagebuild import article_page
+from pagebuild import article_page, html_page
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 HTML_FIXTURES = FIXTURES / "html"
@@ -67,17 +67,7 @@ def _dotted(fn) -> str:
 
 
 def _page(doc_id: str, html: str, url: str = "https://example.org/a/page.html") -> Page:
-    return Page(
-        doc_id=doc_id,
-        url=url,
-        html=html,
-        provenance=Provenance(warc_file="test.warc.gz", record_id=f"<urn:uuid:{doc_id}>", offset=0),
-        http_status=200,
-        content_type="text/html",
-        charset="utf-8",
-        charset_source="http",
-        payload_bytes=len(html.encode()),
-    )
+    return html_page(doc_id, html, url)
 
 
 def _run_fn(config: ExtractConfig, pages: list[Page]) -> list:

@@ -16,10 +16,11 @@ import apache_beam as beam
 from apache_beam.testing.test_pipeline import TestPipeline
 
 from beam_checks import assert_outputs
+from pagebuild import html_page
 from mmcurate.filters import reasons
 from mmcurate.filters.mt_page import WIDGET
 from mmcurate.pipeline.config import ExtractConfig, QualityConfig
-from mmcurate.schemas import Page, Provenance
+from mmcurate.schemas import Page
 from mmcurate.stages.extract import ExtractDocuments
 from mmcurate.stages.quality import ScoreQuality
 
@@ -85,12 +86,7 @@ def _pages() -> dict[str, Page]:
     pages = {}
     for doc_id, (language, kind, url, widget, alternates) in PAGES.items():
         text = article(language, kind, url, widget, alternates)
-        pages[doc_id] = Page(
-            doc_id=doc_id, url=url, html=text,
-            provenance=Provenance(warc_file="mt-pages.warc.gz", record_id=f"<urn:uuid:{doc_id}>", offset=0),
-            http_status=200, content_type="text/html", charset="utf-8", charset_source="http",
-            payload_bytes=len(text.encode()),
-        )
+        pages[doc_id] = html_page(doc_id, text, url, warc_file="mt-pages.warc.gz")
     return pages
 
 
