@@ -63,7 +63,9 @@ lint: install
 
 # Rebuild the quality stage's shipped models (stages/quality_models/) from ../shared/data:
 # fastText quality.bin and llm.bin, and one MT model per WMT target language
-# (mt/<lang>.npz, logistic regression).
+# (mt/<lang>.npz, logistic regression). A rebuild is the shipped files byte for byte:
+# seeded, single-threaded fastText in a fresh process whose saved file is copied as it
+# is (a second save of a loaded quantized model reorders its n-gram index).
 models: install
 	$(BIN)/python -m mmcurate.pipeline.build_models
 

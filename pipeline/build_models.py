@@ -23,7 +23,15 @@ sources):
   knows nothing of boilerplate, spam or educational value; train your own quality
   model (docs/stages.md, "Quality and implicit duplicates").
 
-Training is seeded and single-threaded, so a rebuild gives the same figures.
+A rebuild repeats the shipped files byte for byte (``tests/pipeline/test_build_models.py``,
+marked slow, checks ``llm.bin``, ``quality.bin`` and ``mt/de.npz`` against the data).
+The MT models are scikit-learn fits, deterministic. The fastText models are trained
+seeded and single-threaded in a fresh process (``pipeline/train.py``), so the same
+data gives the same weights, and the file is the one that process saved, copied as
+it is: a quantized fastText model saved a second time after loading holds the same
+weights but other bytes (fastText writes its pruned n-gram index, an
+``unordered_map``, in hash-table order, which follows the order the entries were
+inserted, and loading inserts them in the saved order).
 """
 
 from __future__ import annotations
@@ -87,40 +95,51 @@ def _fast_detect(data: Path) -> tuple[list[str], list[str]]:
     return [f"{p}@sampled" for p in files], [f"{p}@original" for p in files]
 
 
-def build(data: Path, output: Path) -> int:
+def training_runs(data: Path) -> dict[str, list[str]]:
+    """The ``mmcurate train`` arguments (no ``--output``) of each shipped model, by
+    its name under the output folder (``mt/de.npz``, ``llm.bin``); empty when the
+    data is missing."""
     mt_pos, mt_neg = _wmt(data)
     llm_pos, llm_neg = _fast_detect(data)
     languages = mt_languages(data)
     if not (mt_pos and mt_neg and llm_pos and llm_neg and languages):
-        print(f"build_models: no training data under {data} (expected mt-wmt22/, mt-wmt23/ and llm-fast-detect-gpt/)",
-              file=sys.stderr)
-        return 2
+        return {}
     wmt = [str(d) for d in wmt_dirs(data)]
-    runs = {
-        **{f"mt/{language}": ["mt", "--wmt", *wmt, "--wmt-exclude", *WMT_EXCLUDE, "--language", language, *MT_ARGS]
+    return {
+        **{f"mt/{language}.npz": ["mt", "--wmt", *wmt, "--wmt-exclude", *WMT_EXCLUDE, "--language", language, *MT_ARGS]
            for language in languages},
-        "llm": ["llm", "--positive", *llm_pos, "--negative", *llm_neg, *SMALL],
+        "llm.bin": ["llm", "--positive", *llm_pos, "--negative", *llm_neg, *SMALL],
         # Human text is the positive class; both machine sources are negatives. WMT
         # blocks are grouped by block index and fast-detect-gpt texts by their human
         # original, so the held-out split shares no source with training.
-        "quality": ["quality", "--positive", *mt_neg, *llm_neg, "--negative", *mt_pos, *llm_pos, "--lines-per-doc", "10",
-                    *SMALL],
+        "quality.bin": ["quality", "--positive", *mt_neg, *llm_neg, "--negative", *mt_pos, *llm_pos, "--lines-per-doc",
+                        "10", *SMALL],
     }
+
+
+def train_command(argv: list[str], output: Path) -> list[str]:
+    """One model's training, in a process of its own (as ``mmcurate train`` runs)."""
+    return [sys.executable, "-m", "mmcurate.pipeline.cli", "train", *argv, "--output", str(output)]
+
+
+def build(data: Path, output: Path) -> int:
+    runs = training_runs(data)
+    if not runs:
+        print(f"build_models: no training data under {data} (expected mt-wmt22/, mt-wmt23/ and llm-fast-detect-gpt/)",
+              file=sys.stderr)
+        return 2
     stale = sorted((output / "mt").glob("*.npz")) if (output / "mt").is_dir() else []
     for path in stale:  # a language the data no longer covers must not keep an old model
-        if path.stem not in languages:
+        if f"mt/{path.name}" not in runs:
             path.unlink()
     for name, argv in runs.items():
         print(f"== {name}")
-        suffix = ".npz" if name.startswith("mt/") else ".bin"
-        # Each model in a process of its own, as `mmcurate train` runs. fastText 0.9.2
-        # training here sometimes fails with "Encountered NaN", seeded and
+        # fastText 0.9.2 training here has failed with "Encountered NaN", seeded and
         # single-threaded: first seen after scikit-learn fits in the same process,
         # later also in fresh processes on a heavily loaded machine (cause not
         # found; `mmcurate train` retries with a halved learning rate and warns).
-        # Rerun `make models` if it happens; a clean run reproduces the shipped files.
-        command = [sys.executable, "-m", "mmcurate.pipeline.cli", "train", *argv, "--output", str(output / f"{name}{suffix}")]
-        rc = subprocess.run(command, check=False).returncode
+        # A retried model is another model: rerun `make models` if that warning shows.
+        rc = subprocess.run(train_command(argv, output / name), check=False).returncode
         if rc:
             return rc
     return 0

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import logging
 import random
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -62,13 +63,22 @@ def evaluate(labels: Sequence[int], scores: Sequence[float], threshold: float = 
     }
 
 
-def train_fasttext(examples: Sequence[Example], args: argparse.Namespace):
-    """A fastText supervised model over ``examples`` (shuffled with the seed).
+def train_fasttext(examples: Sequence[Example], args: argparse.Namespace, output: Path | None = None):
+    """A fastText supervised model over ``examples`` (shuffled with the seed); with
+    ``output``, its file is also copied there.
 
     Training runs in a fresh "spawn" child process and the parent loads the saved
     model: in a long-lived process that has already run other native code, the
     fastText wheel's training was seen to diverge ("Encountered NaN") or give other
     weights for the same seed, while a fresh process is repeatable.
+
+    ``output`` gets the file the child saved, byte for byte, never a second save of
+    the loaded model: a quantized model saved again after loading holds the same
+    weights but other bytes. fastText writes its pruned n-gram index (a
+    ``std::unordered_map``) in hash-table order, which depends on the order the
+    entries went in, and loading inserts them in the order they were saved, so every
+    load and save reorders them. Written once, a seeded single-threaded rebuild
+    repeats the file exactly (``make models``, pipeline/build_models.py).
     """
     import multiprocessing
 
@@ -85,6 +95,9 @@ def train_fasttext(examples: Sequence[Example], args: argparse.Namespace):
         settings = {name: getattr(args, name) for name in _FASTTEXT_SETTINGS}
         with multiprocessing.get_context("spawn").Pool(1) as pool:
             pool.apply(_train_and_save, (train_path, model_path, settings))
+        if output is not None:
+            output.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(model_path, output)
         return fasttext.load_model(model_path)
 
 
@@ -160,14 +173,12 @@ def train_linear(examples: Sequence[Example], args: argparse.Namespace) -> Linea
                            args.bits)
 
 
-def save_model(model, output: Path) -> None:
-    """A fastText model as ``.bin``; a linear model as ``.npz``."""
+def save_linear(model: LinearTextModel, output: Path) -> None:
+    """A linear model as ``.npz`` (a fastText model's file is written by
+    ``train_fasttext``)."""
     output.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(model, LinearTextModel):
-        with output.open("wb") as fh:  # savez would append .npz to any other suffix
-            np.savez_compressed(fh, **model.to_arrays())
-    else:
-        model.save_model(str(output))
+    with output.open("wb") as fh:  # savez would append .npz to any other suffix
+        np.savez_compressed(fh, **model.to_arrays())
 
 
 def predict(model, texts: Sequence[str]) -> list[float]:
@@ -257,9 +268,15 @@ def model_kind(args: argparse.Namespace) -> str:
     return args.model or ("linear" if args.kind == "mt" else "fasttext")
 
 
-def fit(train: Sequence[Example], args: argparse.Namespace):
-    """The model ``args`` asks for, fitted on ``train``."""
-    return train_linear(train, args) if model_kind(args) == "linear" else train_fasttext(train, args)
+def fit(train: Sequence[Example], args: argparse.Namespace, output: Path | None = None):
+    """The model ``args`` asks for, fitted on ``train``; with ``output``, saved there
+    (``.npz`` for linear, ``.bin`` for fastText)."""
+    if model_kind(args) == "fasttext":
+        return train_fasttext(train, args, output)
+    model = train_linear(train, args)
+    if output is not None:
+        save_linear(model, output)
+    return model
 
 
 def run_training(args: argparse.Namespace) -> dict[str, float]:
@@ -271,9 +288,8 @@ def run_training(args: argparse.Namespace) -> dict[str, float]:
     for name, rows in (("train", train), ("test", test)):
         if not any(e.label for e in rows) or all(e.label for e in rows):
             raise ValueError(f"the {name} split needs both classes: give more positive and negative texts")
-    model = fit(train, args)
     output = Path(args.output)
-    save_model(model, output)
+    model = fit(train, args, output)
     scores = predict(model, [e.text for e in test])
     figures = evaluate([e.label for e in test], scores)
     figures.update(train_docs=len(train), test_docs=len(test), bytes=output.stat().st_size)
