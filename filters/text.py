@@ -27,6 +27,7 @@ import threading
 import unicodedata
 from bisect import bisect_right
 from functools import cached_property
+from typing import Callable
 
 import numpy as np
 import regex
@@ -72,7 +73,7 @@ def count_words(text: str) -> int:
     if text.isascii():
         return len(_ASCII_WORD.findall(text))
     if not _UNSPACED_CHAR.search(text):
-        return len(_spaced_findall(_SPACED_WORD, _PLAIN_WORD, text))
+        return len(_spaced_findall(_SPACED_WORD, _PLAIN_WORD.findall, text))
     words = _unspaced_words(text)
     return len(words) + len(_spaced_outside(text, _SPACED_WORD, words))
 
@@ -110,7 +111,6 @@ _CJK_PUNCT = "\u3000-\u3004\u3008-\u3020\u302a-\u3030\u3036\u3037\u303c-\u303f\u
 # A whitespace-delimited token as Gopher counts words, except that unspaced-script
 # text is split into its dictionary words and CJK punctuation belongs to no token.
 _SPACED_TOKEN = regex.compile(f"[^\\s{_UNSPACED}{_CJK_PUNCT}]+", regex.V1)
-_ASCII_TOKEN = re.compile(r"\S+")
 
 
 def _agreeing_characters() -> str:
@@ -154,14 +154,18 @@ def _class_of(chars: str) -> str:
 # pages (curly quotes, accented Latin, Cyrillic) take this path.
 _DISAGREEING = re.compile(f"[^{_class_of(_agreeing_characters())}]")
 _PLAIN_WORD = re.compile(r"\w+(?:['’\-]\w+)*")
-_PLAIN_TOKEN = re.compile(r"\S+")
+# re's ``\S+`` is ``str.split()``: re's white space (``\s``) is ``str.isspace`` (both
+# Py_UNICODE_ISSPACE; tests/filters/test_text.py checks every code point), and split
+# finds the same runs without a pattern.
+_plain_tokens = str.split
 
 
-def _spaced_findall(pattern: "regex.Pattern", plain: re.Pattern, text: str) -> list[str]:
+def _spaced_findall(pattern: "regex.Pattern", plain: Callable[[str], list[str]], text: str) -> list[str]:
     """``pattern.findall(text)`` (text with no unspaced-script character), by ``plain``
-    where the two read every character of ``text`` alike."""
+    (``re``'s findall of the same pattern, or ``str.split``) where the two read every
+    character of ``text`` alike."""
     if _DISAGREEING.search(text) is None:
-        return plain.findall(text)
+        return plain(text)
     return pattern.findall(text)
 
 # Marks that end a sentence, across scripts: Latin, CJK (full and half width),
@@ -283,16 +287,16 @@ def word_units(text: str, spans: list[tuple[int, int]] | None = None) -> list[st
     if text.isascii():
         return _ASCII_WORD.findall(text)
     if spans is None and not _UNSPACED_CHAR.search(text):
-        return _spaced_findall(_SPACED_WORD, _PLAIN_WORD, text)
+        return _spaced_findall(_SPACED_WORD, _PLAIN_WORD.findall, text)
     return _merge_unspaced(text, _SPACED_WORD, spans)
 
 
 def tokens(text: str, spans: list[tuple[int, int]] | None = None) -> list[str]:
     """Whitespace-delimited tokens, with unspaced-script text split into its words."""
     if text.isascii():
-        return _ASCII_TOKEN.findall(text)
+        return text.split()
     if spans is None and not _UNSPACED_CHAR.search(text):
-        return _spaced_findall(_SPACED_TOKEN, _PLAIN_TOKEN, text)
+        return _spaced_findall(_SPACED_TOKEN, _plain_tokens, text)
     return _merge_unspaced(text, _SPACED_TOKEN, spans)
 
 
@@ -331,7 +335,7 @@ def spaced_words(text: str) -> list[str]:
     """The words of spaced scripts only (unspaced-script characters left out)."""
     if text.isascii():
         return _ASCII_WORD.findall(text)
-    return _spaced_findall(_SPACED_WORD, _PLAIN_WORD, text)
+    return _spaced_findall(_SPACED_WORD, _PLAIN_WORD.findall, text)
 
 
 # n-gram keys for the repetition measures: a polynomial rolling hash over 64-bit

@@ -56,13 +56,23 @@ def test_text_re_reads_as_regex_does_gets_the_same_words_and_tokens_from_re():
             continue
         assert text._DISAGREEING.search(sample) is None
         assert text._PLAIN_WORD.findall(sample) == text._SPACED_WORD.findall(sample), sample
-        assert text._PLAIN_TOKEN.findall(sample) == text._SPACED_TOKEN.findall(sample), sample
+        assert sample.split() == text._SPACED_TOKEN.findall(sample) == tokens(sample), sample
     # One character the two read apart sends the whole text to regex.
     for odd in ("\u0301", "²", "\x1c"):
         sample = f"café{odd} naïve"
         assert text._DISAGREEING.search(sample) is not None
         assert word_units(sample) == text._SPACED_WORD.findall(sample)
         assert tokens(sample) == text._SPACED_TOKEN.findall(sample)
+
+
+def test_str_split_is_res_whitespace_tokens():
+    """tokens() takes str.split for re's findall of \\S+: the same white space."""
+    import re
+
+    every = "".join(map(chr, range(0x110000)))
+    assert re.findall(r"\s", every) == [ch for ch in every if ch.isspace()]
+    sample = "a\x1cb\u3000c\u00a0d \u2028e\u200bf\tg\x85h"
+    assert sample.split() == re.findall(r"\S+", sample) == ["a", "b", "c", "d", "e\u200bf", "g", "h"]
 
 
 def test_unspaced_ratio_is_the_share_of_letters_in_unspaced_scripts():
