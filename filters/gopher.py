@@ -35,7 +35,7 @@ import numpy as np
 
 from mmcurate.filters import reasons
 from mmcurate.filters.content import WORD_COUNT
-from mmcurate.filters.text import TextView, has_letter, ngram_hashes, token_ids, view_of
+from mmcurate.filters.text import NgramHashes, TextView, has_letter, ngram_hashes, token_ids, view_of
 from mmcurate.filters.verdict import Verdict, keep, reject
 from mmcurate.schemas import Document
 
@@ -153,9 +153,12 @@ def _duplicates(elements: list[str]) -> tuple[int, int]:
     return dup, dup_chars
 
 
-def top_ngram_char_fraction(words: list[str], ids: np.ndarray, lengths: np.ndarray, n: int, total_chars: int) -> float:
-    """Characters of the most frequent word n-gram (all its occurrences) over all word characters."""
-    keys = ngram_hashes(ids, n)
+def top_ngram_char_fraction(
+    words: list[str], ids: np.ndarray, lengths: np.ndarray, n: int, total_chars: int, keys: np.ndarray | None = None
+) -> float:
+    """Characters of the most frequent word n-gram (all its occurrences) over all word
+    characters. ``keys``: ``ngram_hashes(ids, n)`` when the caller has them."""
+    keys = ngram_hashes(ids, n) if keys is None else keys
     if not len(keys) or not total_chars:
         return 0.0
     _, first, counts = np.unique(keys, return_index=True, return_counts=True)
@@ -164,9 +167,12 @@ def top_ngram_char_fraction(words: list[str], ids: np.ndarray, lengths: np.ndarr
     return float(lengths[start : start + n].sum()) * int(counts[best]) / total_chars
 
 
-def duplicate_ngram_char_fraction(ids: np.ndarray, lengths: np.ndarray, n: int, total_chars: int) -> float:
-    """Characters of the words covered by n-grams that repeat an earlier n-gram."""
-    keys = ngram_hashes(ids, n)
+def duplicate_ngram_char_fraction(
+    ids: np.ndarray, lengths: np.ndarray, n: int, total_chars: int, keys: np.ndarray | None = None
+) -> float:
+    """Characters of the words covered by n-grams that repeat an earlier n-gram.
+    ``keys``: ``ngram_hashes(ids, n)`` when the caller has them."""
+    keys = ngram_hashes(ids, n) if keys is None else keys
     if not len(keys) or not total_chars:
         return 0.0
     _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
@@ -220,13 +226,14 @@ def repetition(
     ids = token_ids(words)
     lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
     total_chars = int(lengths.sum())
+    hashes = NgramHashes(ids)
     for n, limit in sorted(max_top_ngram_char_fraction.items()):
-        frac = top_ngram_char_fraction(words, ids, lengths, n, total_chars)
+        frac = top_ngram_char_fraction(words, ids, lengths, n, total_chars, hashes(n))
         signals[top_ngram_signal(n)] = frac
         if frac > limit:
             return reject(reasons.GOPHER_TOP_NGRAM_CHARS, frac, limit, detail=f"n={n}", **signals)
     for n, limit in sorted(max_duplicate_ngram_char_fraction.items()):
-        frac = duplicate_ngram_char_fraction(ids, lengths, n, total_chars)
+        frac = duplicate_ngram_char_fraction(ids, lengths, n, total_chars, hashes(n))
         signals[duplicate_ngram_signal(n)] = frac
         if frac > limit:
             return reject(reasons.GOPHER_DUPLICATE_NGRAM_CHARS, frac, limit, detail=f"n={n}", **signals)

@@ -356,6 +356,29 @@ def ngram_hashes(ids: "np.ndarray", n: int) -> "np.ndarray":
     return keys
 
 
+class NgramHashes:
+    """``ngram_hashes(ids, n)`` for the sizes a rule asks, in increasing order, each
+    made from the last: an (n+1)-gram's key is its first n-gram's key times the base
+    plus its last id, the same wrapping arithmetic as ``ngram_hashes``, so the same
+    keys (a smaller size than the last is made from scratch)."""
+
+    def __init__(self, ids: "np.ndarray"):
+        self.ids = ids
+        self._n = 0
+        self._keys = np.zeros(len(ids) + 1, dtype=np.uint64)
+
+    def __call__(self, n: int) -> "np.ndarray":
+        if n < self._n:
+            return ngram_hashes(self.ids, n)
+        keys, ids = self._keys, self.ids
+        with np.errstate(over="ignore"):
+            for j in range(self._n, n):
+                count = max(len(ids) - j, 0)
+                keys = keys[:count] * _HASH_BASE + ids[j : j + count]
+        self._n, self._keys = n, keys
+        return keys
+
+
 def char_ids(text: str) -> "np.ndarray":
     """Code points of ``text`` as uint64, shifted so no character is 0."""
     return np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64) + np.uint64(1)
