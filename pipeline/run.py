@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
-from mmcurate.pipeline import beam_files, interrupts
+from mmcurate.pipeline import beam_files, interrupts, run_output
 from mmcurate.pipeline import publication as out
 from mmcurate.pipeline.build import TABLES_DIR, phase_dir, plan_phases
 from mmcurate.pipeline.config import Config
@@ -63,9 +63,7 @@ def resolve_inputs(patterns: Sequence[str]) -> tuple[list[str], int, int]:
 
 def remove_stale_report(output: str) -> None:
     """An earlier run's report.html describes tables this run has just replaced."""
-    from mmcurate.pipeline.report.command import REPORT
-
-    stale = beam_files.join(output, REPORT)
+    stale = beam_files.join(output, run_output.REPORT)
     if beam_files.exists(stale):
         beam_files.remove(stale)
         log.info("removed %s: it described the previous run (mmcurate report %s writes a new one)", stale, output)

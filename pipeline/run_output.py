@@ -19,16 +19,19 @@ import os
 import posixpath
 import shutil
 import tempfile
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
-import duckdb
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
 from mmcurate.pipeline.beam_files import exists, is_local, join, match, read_bytes, read_json
 from mmcurate.schemas.tables import SCHEMAS, TABLES
 
+if TYPE_CHECKING:
+    import duckdb
+
 MANIFEST = "manifest.json"
+REPORT = "report.html"  # written by `mmcurate report` (pipeline/report/command.py)
 # Tables the views cover, in the order they are listed; `pairs` is the recycle
 # stage's table and is registered only when a run wrote it.
 VIEW_TABLES = TABLES
@@ -92,6 +95,8 @@ def connect(directory: str) -> tuple[duckdb.DuckDBPyConnection, list[str]]:
     """
     if not os.path.isdir(directory):
         raise OutputError(f"{directory} is not a directory")
+    import duckdb  # here: a run imports this module and does not query (~0.04 CPU s)
+
     con = duckdb.connect()
     names = []
     for table in VIEW_TABLES:

@@ -9,9 +9,7 @@ from typing import Any, Sequence
 
 from mmcurate.pipeline import beam_files
 from mmcurate.pipeline.report.page import render
-from mmcurate.pipeline.run_output import OutputError, local_copy
-
-REPORT = "report.html"
+from mmcurate.pipeline.run_output import REPORT, OutputError, local_copy
 
 
 def write_report(directory: str, **kwargs: Any) -> str:
