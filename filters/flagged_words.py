@@ -44,7 +44,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Callable, Iterable, Mapping, Optional
 
 from mmcurate.filters import reasons
 from mmcurate.filters.text import TextView, count_words
@@ -130,9 +130,12 @@ class Matches:
 NO_MATCHES = Matches(0, 0, 0, {}, 0, 0)
 
 
-def find(text: str, words: WordList, *, units: Optional[int] = None) -> Matches:
+def find(
+    text: str, words: WordList, *, units: Optional[int] = None, count_units: Callable[[str], int] = count_words
+) -> Matches:
     """The flagged entries of ``text`` (see the module docstring for the rules).
-    Word units are counted only when something matched (or given as ``units``)."""
+    Word units are counted (by ``count_units``) only when something matched (or
+    given as ``units``)."""
     norm = normalize(text)
     spans = []
     for end, (entry, ambiguous, n_units, bounded_start, bounded_end) in words.automaton.iter(norm):
@@ -159,7 +162,7 @@ def find(text: str, words: WordList, *, units: Optional[int] = None) -> Matches:
         else:
             strong_units += n_units
             strong += 1
-    total = units if units is not None else count_words(text)
+    total = units if units is not None else count_units(text)
     return Matches(total, strong_units, ambiguous_units, dict(found), strong, ambiguous_count)
 
 
@@ -233,7 +236,7 @@ def document_ratio(
     if view is None:
         matches = find(doc.text, wordlist)
     else:
-        matches = view.memo[(_SCAN, wordlist)] = find(view.text, wordlist, units=view.word_count)
+        matches = view.memo[(_SCAN, wordlist)] = find(view.text, wordlist, count_units=lambda _: view.word_count)
     signals = {CHECKED: 1.0, RATIO: matches.ratio, MATCHES: float(matches.counted), AMBIGUOUS: float(matches.ambiguous)}
     threshold = max_ratio_by_language.get(wordlist.language, max_ratio)
     if matches.ratio > threshold:
