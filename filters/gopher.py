@@ -153,6 +153,15 @@ def _duplicates(elements: list[str]) -> tuple[int, int]:
     return dup, dup_chars
 
 
+def _groups(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A stable ordering of ``keys`` and where each run of equal keys starts in it:
+    ``np.unique(keys, return_index=True, return_counts=True)``'s groups, in key
+    order, without its other outputs."""
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    return order, np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
+
+
 def top_ngram_char_fraction(
     words: list[str], ids: np.ndarray, lengths: np.ndarray, n: int, total_chars: int, keys: np.ndarray | None = None
 ) -> float:
@@ -161,9 +170,10 @@ def top_ngram_char_fraction(
     keys = ngram_hashes(ids, n) if keys is None else keys
     if not len(keys) or not total_chars:
         return 0.0
-    _, first, counts = np.unique(keys, return_index=True, return_counts=True)
-    best = int(np.argmax(counts))
-    start = int(first[best])
+    order, starts = _groups(keys)
+    counts = np.diff(np.append(starts, len(keys)))
+    best = int(np.argmax(counts))  # the first most frequent in key order, as np.unique's
+    start = int(order[starts[best]])  # its first occurrence (the sort is stable)
     return float(lengths[start : start + n].sum()) * int(counts[best]) / total_chars
 
 
@@ -175,14 +185,17 @@ def duplicate_ngram_char_fraction(
     keys = ngram_hashes(ids, n) if keys is None else keys
     if not len(keys) or not total_chars:
         return 0.0
-    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-    later = np.flatnonzero(first[inverse] != np.arange(len(keys)))
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    # after the stable sort, an n-gram equal to the one before it repeats an earlier one
+    later = order[1:][ordered[1:] == ordered[:-1]]
     if not len(later):
         return 0.0
-    # words i .. i+n-1 are covered for every repeating n-gram starting at i
+    # words i .. i+n-1 are covered for every repeating n-gram starting at i (each i
+    # once in ``later``, so plain index updates add as np.add.at does)
     delta = np.zeros(len(ids) + 1, dtype=np.int64)
-    np.add.at(delta, later, 1)
-    np.add.at(delta, later + n, -1)
+    delta[later] += 1
+    delta[later + n] -= 1
     covered = np.cumsum(delta[:-1]) > 0
     return float(lengths[covered].sum()) / total_chars
 

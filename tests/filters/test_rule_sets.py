@@ -133,3 +133,46 @@ def test_stop_words_apply_only_to_configured_languages():
     assert GOPHER_QUALITY(doc).keep
     assert GOPHER_QUALITY(dataclasses.replace(doc, language="de")).keep
     assert GOPHER_QUALITY(en(doc)).reason == reasons.GOPHER_STOP_WORDS
+
+
+def test_ngram_fractions_take_np_uniques_groups():
+    """The n-gram fractions group equal keys with one stable sort; np.unique's groups
+    (the first most frequent key in key order, at its first occurrence; every later
+    occurrence of a key) give the same figures, ties and all."""
+    import random
+
+    import numpy as np
+
+    from mmcurate.filters.gopher import duplicate_ngram_char_fraction, top_ngram_char_fraction
+    from mmcurate.filters.text import ngram_hashes, token_ids
+
+    def top_by_unique(lengths, n, total, keys):
+        _, first, counts = np.unique(keys, return_index=True, return_counts=True)
+        best = int(np.argmax(counts))
+        return float(lengths[int(first[best]) : int(first[best]) + n].sum()) * int(counts[best]) / total
+
+    def duplicate_by_unique(ids, lengths, n, total, keys):
+        _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        later = np.flatnonzero(first[inverse] != np.arange(len(keys)))
+        delta = np.zeros(len(ids) + 1, dtype=np.int64)
+        np.add.at(delta, later, 1)
+        np.add.at(delta, later + n, -1)
+        return float(lengths[np.cumsum(delta[:-1]) > 0].sum()) / total
+
+    rng = random.Random(2)
+    for _ in range(300):
+        letters = "abcdef"[: rng.randint(1, 6)]
+        words = [rng.choice(letters) * rng.randint(1, 3) for _ in range(rng.randint(1, 60))]
+        ids = token_ids(words)
+        lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+        total = int(lengths.sum())
+        for n in range(1, min(len(words), 11) + 1):
+            keys = ngram_hashes(ids, n)
+            assert top_ngram_char_fraction(words, ids, lengths, n, total, keys) == top_by_unique(lengths, n, total, keys)
+            assert duplicate_ngram_char_fraction(ids, lengths, n, total, keys) == duplicate_by_unique(ids, lengths, n, total, keys)
+    # two n-grams as frequent: the smaller key's first occurrence is the one measured
+    words = ["aa", "b", "aa", "b", "ccc", "d", "ccc", "d"]
+    ids = token_ids(words)
+    lengths = np.array([2, 1, 2, 1, 3, 1, 3, 1])
+    keys = ngram_hashes(ids, 2)
+    assert top_ngram_char_fraction(words, ids, lengths, 2, 14, keys) == top_by_unique(lengths, 2, 14, keys)
