@@ -101,3 +101,24 @@ def test_ngram_hashes_made_one_size_from_the_last_are_ngram_hashes():
             keys = made(n)
             assert keys.dtype == np.uint64 and np.array_equal(keys, ngram_hashes(ids, n)), (length, n)
             assert len(keys) == max(length - n + 1, 0)
+
+
+def test_re_reads_the_token_class_as_regex_does_but_for_four_spaces():
+    """tokens() of a text with an unspaced script takes re's reading of _SPACED_TOKEN
+    when the text holds none of U+001C-U+001F, the only characters the two class apart."""
+    import re
+
+    import regex
+
+    from mmcurate.filters import text
+
+    every = "".join(map(chr, range(0x110000)))
+    theirs = set(regex.findall(text._SPACED_TOKEN.pattern[:-1], every, regex.V1))  # the class, without "+"
+    ours = set(re.findall(text._UNSPACED_TEXT_TOKEN.pattern[:-1], every))
+    assert theirs ^ ours == set("\x1c\x1d\x1e\x1f")
+    sample = "日本語の文章、Ｌ１ abc\u3000x-y\u00a0naïve 😀"
+    spans = text.unspaced_word_spans(sample)
+    assert tokens(sample) == text._merge_unspaced(sample, text._SPACED_TOKEN, spans)
+    odd = sample + "\x1cz"
+    assert tokens(odd) == text._merge_unspaced(odd, text._SPACED_TOKEN, text.unspaced_word_spans(odd))
+    assert tokens(odd)[-1] == "😀\x1cz" and text._UNSPACED_TEXT_TOKEN.findall(odd)[-2:] == ["😀", "z"]
