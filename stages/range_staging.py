@@ -91,15 +91,28 @@ class _Reading:
         )
 
 
+class _Mark:
+    """A range this process marked finished; ``written`` is set once ``finish`` is over
+    (its marker written, or not after all)."""
+
+    __slots__ = ("chunk", "written")
+
+    def __init__(self, chunk: tuple[str, int, int]):
+        self.chunk = chunk
+        self.written = threading.Event()
+
+
 class _Ledger:
     """The ranges this process is reading and those it marked finished, per phase
     directory, so that a record staged outside its range's files makes that range
-    not resumable (``spill``), whichever thread reads or read it."""
+    not resumable (``spill``), whichever thread reads or read it. The lock guards the
+    bookkeeping only: a range's files are finished, and a marker removed, outside it,
+    so one range's (remote) writes never hold up the other threads."""
 
     def __init__(self):
         self._lock = threading.Lock()
         self._reading: dict[str, list[_Reading]] = {}
-        self._marked: dict[str, dict[str, list[tuple[str, int, int]]]] = {}  # phase dir -> file -> ranges
+        self._marked: dict[str, dict[str, list[_Mark]]] = {}  # phase dir -> file -> marked ranges
 
     def begin(self, reading: _Reading) -> None:
         with self._lock:
@@ -112,27 +125,46 @@ class _Ledger:
 
     def end(self, reading: _Reading, finish: Callable[[bool], None]) -> None:
         """``reading`` is over: ``finish(complete)`` finishes its files (with a marker
-        when complete), with no record of it spilled meanwhile."""
+        when complete). A complete range is recorded as marked before its marker is
+        written, so a record spilled meanwhile finds it (``spill`` waits for the
+        marker, then removes it)."""
         files = reading.files
+        mark = None
         with self._lock:
             self._reading[files.phase_dir].remove(reading)
             complete = reading.complete()
-            finish(complete)
             if complete:
-                chunk = (files.path, files.start, files.end)
-                self._marked.setdefault(files.phase_dir, {}).setdefault(files.path, []).append(chunk)
+                mark = _Mark((files.path, files.start, files.end))
+                self._marked.setdefault(files.phase_dir, {}).setdefault(files.path, []).append(mark)
+        try:
+            finish(complete)
+        except BaseException:
+            if mark is not None:
+                with self._lock:
+                    marks = self._marked[files.phase_dir][files.path]
+                    if mark in marks:
+                        marks.remove(mark)
+            raise
+        finally:
+            if mark is not None:
+                mark.written.set()
 
     def spill(self, phase_dir: str, warc_file: str, offset: int) -> None:
         """A record at ``offset`` of ``warc_file`` goes past its range's files: that
-        range, being read, gets no marker; finished, its marker is removed."""
+        range, being read, gets no marker; marked, its marker is removed (once written)
+        before this returns, so the record never reaches the loose sink while its
+        range's marker stands."""
         with self._lock:
             for reading in self._reading.get(phase_dir, ()):
                 if reading.files.owns(warc_file, offset):
                     reading.spilled = True
-            marked = self._marked.get(phase_dir, {}).get(warc_file)
-            for chunk in [c for c in marked or () if in_range(c, warc_file, offset)]:
-                remove_marker(FileSystems, phase_dir, range_id(*chunk))
-                marked.remove(chunk)
+            marks = self._marked.get(phase_dir, {}).get(warc_file)
+            doomed = [m for m in marks or () if in_range(m.chunk, warc_file, offset)]
+            for mark in doomed:
+                marks.remove(mark)
+        for mark in doomed:
+            mark.written.wait()
+            remove_marker(FileSystems, phase_dir, range_id(*mark.chunk))
 
 
 _LEDGER = _Ledger()

@@ -119,3 +119,58 @@ def test_a_row_staged_on_another_thread_while_its_range_is_read_keeps_the_range_
     assert _marked(phase) == []
     _read(phase, SECOND, [1010])  # a range of its own, untouched, is still marked
     assert _marked(phase) == [list(SECOND)]
+
+
+class _Files:
+    """What the ledger reads of a range's files."""
+
+    def __init__(self, phase: Path, chunk):
+        self.phase_dir = str(phase)
+        self.path, self.start, self.end = chunk
+
+    def owns(self, warc_file: str, offset: int) -> bool:
+        return sf.in_range((self.path, self.start, self.end), warc_file, offset)
+
+
+class _Done:
+    def __init__(self, files: _Files):
+        self.files = files
+
+    def complete(self) -> bool:
+        return True
+
+
+def test_a_range_is_finished_outside_the_lock_and_a_row_spilled_meanwhile_waits_for_its_marker(tmp_path):
+    """Finishing one range (its files and marker, remote on a cluster) holds up no other
+    thread; a row of it spilled while it finishes returns only once the marker that
+    finish wrote is gone."""
+    from mmcurate.stages.range_staging import _Ledger
+
+    ledger = _Ledger()
+    phase = tmp_path / "0-read"
+    marker = Path(sf.marker_path(FileSystems, str(phase), sf.range_id(*FIRST)))
+    writing, release = threading.Event(), threading.Event()
+
+    def finish(complete: bool) -> None:
+        assert complete
+        writing.set()
+        release.wait(10)
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text("{}")
+
+    first = _Done(_Files(phase, FIRST))
+    ledger.begin(first)
+    ending = threading.Thread(target=ledger.end, args=(first, finish))
+    ending.start()
+    assert writing.wait(10)
+    other = _Done(_Files(phase, SECOND))
+    ledger.begin(other)  # the lock is free while the first range finishes
+    spilled = threading.Event()
+    spilling = threading.Thread(target=lambda: (ledger.spill(str(phase), WARC, 10), spilled.set()))
+    spilling.start()
+    assert not spilled.wait(0.3)  # it waits for the marker being written
+    release.set()
+    ending.join(10)
+    spilling.join(10)
+    assert spilled.is_set() and not marker.exists()
+    ledger.end(other, lambda complete: None)
