@@ -76,6 +76,10 @@ def _slice_groups(fs, part: str, first: int, end: int, schema: pa.Schema) -> Ite
                 break
 
 
+def _size(fs, path: str) -> int:
+    return sum(m.size_in_bytes for m in fs.match([path])[0].metadata_list)
+
+
 def _rows(fs, path: str) -> int:
     with fs.open(path, compression_type="uncompressed") as fh:
         return pq.ParquetFile(fh).metadata.num_rows
@@ -100,6 +104,14 @@ class _File:
             rest = joined.slice(self._rows_per_group)
             self._pending, self._held = [rest], rest.num_rows
 
+    def abandon(self) -> None:
+        """Closes the writer and the file after a failure (a retry writes it anew)."""
+        for close in (self._writer.close, self._fh.close):
+            try:
+                close()
+            except Exception:  # the failure being raised is the one that matters
+                pass
+
     def close(self) -> None:
         if self._held:
             self._writer.write_table(pa.concat_tables(self._pending), row_group_size=self._rows_per_group)
@@ -118,12 +130,12 @@ def plan_files(
     """The files ``assemble_table`` writes for ``parts`` under ``directory``: the rows
     split evenly, in order, over ``shard_count`` files. Reads the parts' footers only.
     ``part_bytes``: the parts' total size, when the caller has listed it."""
-    if part_bytes is None:
-        part_bytes = sum(m.size_in_bytes for found in fs.match(list(parts)) for m in found.metadata_list) if parts else 0
-    count = shard_count(part_bytes, num_shards, target)
-    # A footer read is a round trip on a remote filesystem: a crawl's thousands of
-    # parts are counted by a few threads at once.
+    # A footer read (and a size lookup) is a round trip on a remote filesystem: a
+    # crawl's thousands of parts are looked at by a few threads at once.
     with ThreadPoolExecutor(max_workers=FOOTER_READERS) as pool:
+        if part_bytes is None and num_shards <= 0:
+            part_bytes = sum(pool.map(lambda path: _size(fs, path), parts))
+        count = shard_count(part_bytes or 0, num_shards, target)
         sizes = list(pool.map(lambda path: _rows(fs, path), parts))
     total = sum(sizes)
     # File k holds rows [cuts[k], cuts[k + 1]) of the parts taken as one sequence.
@@ -145,9 +157,13 @@ def write_file(fs, spec: OutputFile, schema: pa.Schema, compression: str, rows_p
     """Writes the output file ``spec`` (row groups of ``rows_per_group`` rows, a file
     with the schema and no rows when it holds none); returns its path."""
     out = _File(fs, spec.path, schema, compression, rows_per_group)
-    for part, first, end in spec.slices:
-        for table in _slice_groups(fs, part, first, end, schema):
-            out.add(table)
+    try:
+        for part, first, end in spec.slices:
+            for table in _slice_groups(fs, part, first, end, schema):
+                out.add(table)
+    except BaseException:
+        out.abandon()
+        raise
     out.close()
     return spec.path
 
