@@ -7,9 +7,10 @@ resumes from the ranges it finished. Before a later phase these are staging tabl
 (``docs``, ``decisions``, ``captured``). When the first phase is also the last
 (``--stages heuristics``), they are the rows of the output tables themselves, in
 each range's own Parquet file under ``parts/<table>/``; after the pipeline,
-``assemble_tables`` joins them in input order into a few files per table
-(``stages/engines/table_assembly.py``), so a resumed run writes the same files as an
-uninterrupted one. What cannot be staged by range (a runner that does not fuse the
+``plan_tables`` plans a few files per table from them, in input order
+(``stages/engines/table_assembly.py``), and ``assemble_tables`` (staging on this
+machine's disk) or the runner's workers (``stages/assemble.py``, remote staging)
+write them, so a resumed run writes the same files as an uninterrupted one. What cannot be staged by range (a runner that does not fuse the
 steps, a stage that holds records back) goes through Beam's sinks instead, beside
 them (``part-*`` staging files, or the tables under ``loose/``), and is assembled
 with them.

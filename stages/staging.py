@@ -109,11 +109,13 @@ def read_all(directories: Sequence[str], pbegin, label: str) -> beam.PCollection
 
 
 class VerdictsByUnit(beam.PTransform):
-    """``(units, verdicts)`` -> ``(unit key, {"unit": [unit, ...], "verdicts": [...]})``,
+    """``(units, verdicts)`` -> ``(unit key, {"unit": [...], "verdicts": [...]})``,
     every unit present (with no verdicts when none names it). A unit's key is
-    ``key(unit)`` (default: the unit itself); ``verdicts`` are ``(unit key,
-    (record key, verdict))`` pairs. A short key (dedup's ``unit_token``) keeps the
-    shuffle small; units whose keys collide share one group, which names them all."""
+    ``key(unit)``, and ``"unit"`` names the units of that key; with no ``key`` the key
+    is the unit itself and ``"unit"`` holds None (the name is not carried twice).
+    ``verdicts`` are ``(unit key, (record key, verdict))`` pairs. A short key
+    (dedup's ``unit_token``) keeps the shuffle small; units whose keys collide share
+    one group, which names them all."""
 
     def __init__(self, key: Optional[Callable[[str], str]] = None, label: str | None = None):
         super().__init__(label)
@@ -127,5 +129,5 @@ class VerdictsByUnit(beam.PTransform):
         } | "JoinByUnit" >> beam.CoGroupByKey()
 
 
-def _keyed_unit(unit: str, key: Optional[Callable[[str], str]]) -> tuple[str, str]:
-    return (unit if key is None else key(unit)), unit
+def _keyed_unit(unit: str, key: Optional[Callable[[str], str]]) -> tuple[str, Optional[str]]:
+    return (unit, None) if key is None else (key(unit), unit)
