@@ -153,12 +153,18 @@ def _duplicates(elements: list[str]) -> tuple[int, int]:
     return dup, dup_chars
 
 
+def _stable_sort(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The stable ordering of ``keys`` and the keys in that order (equal keys keep
+    their order of occurrence)."""
+    order = np.argsort(keys, kind="stable")
+    return order, keys[order]
+
+
 def _groups(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """A stable ordering of ``keys`` and where each run of equal keys starts in it:
     ``np.unique(keys, return_index=True, return_counts=True)``'s groups, in key
     order, without its other outputs."""
-    order = np.argsort(keys, kind="stable")
-    ordered = keys[order]
+    order, ordered = _stable_sort(keys)
     return order, np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
 
 
@@ -185,8 +191,7 @@ def duplicate_ngram_char_fraction(
     keys = ngram_hashes(ids, n) if keys is None else keys
     if not len(keys) or not total_chars:
         return 0.0
-    order = np.argsort(keys, kind="stable")
-    ordered = keys[order]
+    order, ordered = _stable_sort(keys)
     # after the stable sort, an n-gram equal to the one before it repeats an earlier one
     later = order[1:][ordered[1:] == ordered[:-1]]
     if not len(later):
