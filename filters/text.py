@@ -26,7 +26,7 @@ import re
 import threading
 import unicodedata
 from bisect import bisect_right
-from functools import cached_property
+from functools import cache, cached_property
 from typing import Callable
 
 import numpy as np
@@ -156,20 +156,21 @@ def _class_of(chars: str) -> str:
 # A text none of whose characters is outside _agreeing_characters() gets the same
 # words and tokens from these ``re`` patterns as from _SPACED_WORD and _SPACED_TOKEN
 # (the same pattern over the same classes), in a third of the time: most non-ASCII
-# pages (curly quotes, accented Latin, Cyrillic) take this path.
-_DISAGREEING = re.compile(f"[^{_class_of(_agreeing_characters())}]")
+# pages (curly quotes, accented Latin, Cyrillic) take this path. Built on first use
+# (about 17 ms), not at import.
+@cache
+def _disagreeing() -> re.Pattern:
+    return re.compile(f"[^{_class_of(_agreeing_characters())}]")
+
+
 _PLAIN_WORD = re.compile(r"\w+(?:['’\-]\w+)*")
-# re's ``\S+`` is ``str.split()``: re's white space (``\s``) is ``str.isspace`` (both
-# Py_UNICODE_ISSPACE; tests/filters/test_text.py checks every code point), and split
-# finds the same runs without a pattern.
-_plain_tokens = str.split
 
 
 def _spaced_findall(pattern: "regex.Pattern", plain: Callable[[str], list[str]], text: str) -> list[str]:
     """``pattern.findall(text)`` (text with no unspaced-script character), by ``plain``
     (``re``'s findall of the same pattern, or ``str.split``) where the two read every
     character of ``text`` alike."""
-    if _DISAGREEING.search(text) is None:
+    if _disagreeing().search(text) is None:
         return plain(text)
     return pattern.findall(text)
 
@@ -301,7 +302,8 @@ def tokens(text: str, spans: list[tuple[int, int]] | None = None) -> list[str]:
     if text.isascii():
         return text.split()
     if spans is None and not _UNSPACED_CHAR.search(text):
-        return _spaced_findall(_SPACED_TOKEN, _plain_tokens, text)
+        # re's \S+ is str.split (both white spaces are Py_UNICODE_ISSPACE; test_text.py)
+        return _spaced_findall(_SPACED_TOKEN, str.split, text)
     pattern = _SPACED_TOKEN if _RE_ONLY_SPACE.search(text) else _UNSPACED_TEXT_TOKEN
     return _merge_unspaced(text, pattern, spans)
 
