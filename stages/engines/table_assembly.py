@@ -2,8 +2,8 @@
 
 A run whose only phase writes the output tables stages them per input range, so
 that a killed run resumes from the ranges it finished (``stages/range_staging.py``):
-each range leaves a small file per table. ``assemble_table`` joins such parts, in
-the order given, into ``<table>/part-SSSSS-of-NNNNN.parquet`` (Beam's shard names):
+each range leaves a small file per table. These parts are joined, in the order
+given, into ``<table>/part-SSSSS-of-NNNNN.parquet`` (Beam's shard names):
 row groups of ``rows_per_group`` rows, the rows split evenly over the files, as
 many files as ``num_shards`` says or, with 0, one per ``TARGET_FILE_BYTES`` of
 parts (at least one, so a table with no rows is one file with its schema). It is a
@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Iterator, Optional, Sequence
+from typing import Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -125,17 +125,15 @@ def plan_files(
     directory: str,
     num_shards: int = 0,
     target: int = TARGET_FILE_BYTES,
-    part_bytes: Optional[int] = None,
 ) -> list[OutputFile]:
-    """The files ``assemble_table`` writes for ``parts`` under ``directory``: the rows
-    split evenly, in order, over ``shard_count`` files. Reads the parts' footers only.
-    ``part_bytes``: the parts' total size, when the caller has listed it."""
+    """The output files of ``parts`` under ``directory``: the rows split evenly, in
+    order, over ``shard_count`` files. Reads the parts' footers (and, with the shard
+    count left open, their sizes) only."""
     # A footer read (and a size lookup) is a round trip on a remote filesystem: a
     # crawl's thousands of parts are looked at by a few threads at once.
     with ThreadPoolExecutor(max_workers=FOOTER_READERS) as pool:
-        if part_bytes is None and num_shards <= 0:
-            part_bytes = sum(pool.map(lambda path: _size(fs, path), parts))
-        count = shard_count(part_bytes or 0, num_shards, target)
+        part_bytes = sum(pool.map(lambda path: _size(fs, path), parts)) if num_shards <= 0 else 0
+        count = shard_count(part_bytes, num_shards, target)
         sizes = list(pool.map(lambda path: _rows(fs, path), parts))
     total = sum(sizes)
     # File k holds rows [cuts[k], cuts[k + 1]) of the parts taken as one sequence.
@@ -167,20 +165,3 @@ def write_file(fs, spec: OutputFile, schema: pa.Schema, compression: str, rows_p
     out.close()
     return spec.path
 
-
-def assemble_table(
-    fs,
-    parts: Sequence[str],
-    directory: str,
-    schema: pa.Schema,
-    compression: str,
-    rows_per_group: int,
-    num_shards: int = 0,
-    target: int = TARGET_FILE_BYTES,
-    part_bytes: Optional[int] = None,
-) -> list[str]:
-    """Writes the rows of ``parts`` (Parquet files of ``schema``), in order, to
-    ``directory/part-SSSSS-of-NNNNN.parquet``, one file after the other in this
-    process; returns the paths written."""
-    files = plan_files(fs, parts, directory, num_shards, target, part_bytes)
-    return [write_file(fs, spec, schema, compression, rows_per_group) for spec in files]

@@ -22,13 +22,22 @@ def _part(path, numbers, rows_per_group=2) -> str:
     return str(path)
 
 
+def _assemble(fs, parts, directory, schema, compression, rows_per_group, num_shards=0, target=ta.TARGET_FILE_BYTES):
+    """Every planned file of ``parts`` written, one after the other (as this process
+    assembles local staging: ``range_outputs.assemble_tables``)."""
+    return [
+        ta.write_file(fs, spec, schema, compression, rows_per_group)
+        for spec in ta.plan_files(fs, parts, directory, num_shards, target)
+    ]
+
+
 def _read(paths) -> list[int]:
     return [n for p in paths for n in pq.read_table(p).column("n").to_pylist()]
 
 
 def test_parts_are_joined_in_the_order_given_into_full_row_groups(tmp_path):
     parts = [_part(tmp_path / "b.parquet", [5, 6, 7]), _part(tmp_path / "a.parquet", [1, 2]), _part(tmp_path / "c.parquet", [9])]
-    written = ta.assemble_table(FileSystems, parts, str(tmp_path / "out" / "t"), SCHEMA, "zstd", rows_per_group=4)
+    written = _assemble(FileSystems, parts, str(tmp_path / "out" / "t"), SCHEMA, "zstd", rows_per_group=4)
     assert [p.rsplit("/", 1)[-1] for p in written] == ["part-00000-of-00001.parquet"]
     assert _read(written) == [5, 6, 7, 1, 2, 9]
     meta = pq.ParquetFile(written[0]).metadata
@@ -39,14 +48,14 @@ def test_parts_are_joined_in_the_order_given_into_full_row_groups(tmp_path):
 
 def test_num_shards_splits_the_rows_evenly_in_order_and_an_empty_table_is_one_file(tmp_path):
     parts = [_part(tmp_path / f"{i}.parquet", list(range(10 * i, 10 * i + 5))) for i in range(3)]
-    written = ta.assemble_table(FileSystems, parts, str(tmp_path / "t"), SCHEMA, "snappy", 1000, num_shards=4)
+    written = _assemble(FileSystems, parts, str(tmp_path / "t"), SCHEMA, "snappy", 1000, num_shards=4)
     assert [p.rsplit("/", 1)[-1] for p in written] == [f"part-0000{k}-of-00004.parquet" for k in range(4)]
     assert [pq.ParquetFile(p).metadata.num_rows for p in written] == [3, 4, 4, 4]
     assert _read(written) == [n for i in range(3) for n in range(10 * i, 10 * i + 5)]
     # More shards than rows: the rest are files with the schema and no rows.
-    few = ta.assemble_table(FileSystems, parts[:1], str(tmp_path / "few"), SCHEMA, "zstd", 1000, num_shards=7)
+    few = _assemble(FileSystems, parts[:1], str(tmp_path / "few"), SCHEMA, "zstd", 1000, num_shards=7)
     assert [pq.ParquetFile(p).metadata.num_rows for p in few] == [0, 1, 1, 0, 1, 1, 1]
-    empty = ta.assemble_table(FileSystems, [], str(tmp_path / "empty"), SCHEMA, "zstd", 1000)
+    empty = _assemble(FileSystems, [], str(tmp_path / "empty"), SCHEMA, "zstd", 1000)
     assert len(empty) == 1 and pq.read_table(empty[0]).num_rows == 0 and pq.read_table(empty[0]).schema.equals(SCHEMA)
 
 
@@ -61,7 +70,7 @@ def test_without_num_shards_a_file_holds_about_the_target_bytes_of_parts():
 def test_sizes_decide_the_files_when_shards_are_left_open(tmp_path):
     parts = [_part(tmp_path / f"{i}.parquet", [i]) for i in range(3)]
     size = sum((tmp_path / f"{i}.parquet").stat().st_size for i in range(3))
-    written = ta.assemble_table(FileSystems, parts, str(tmp_path / "t"), SCHEMA, "zstd", 1000, target=-(-size // 3))
+    written = _assemble(FileSystems, parts, str(tmp_path / "t"), SCHEMA, "zstd", 1000, target=-(-size // 3))
     assert [pq.ParquetFile(p).metadata.num_rows for p in written] == [1, 1, 1] and _read(written) == [0, 1, 2]
 
 
@@ -98,7 +107,7 @@ def test_the_plan_names_each_files_slices_of_the_parts_and_writing_files_apart_g
         ((parts[2], 1, 5),),
     ]
     apart = [ta.write_file(FileSystems, spec, SCHEMA, "zstd", 3) for spec in reversed(plan)][::-1]
-    whole = ta.assemble_table(FileSystems, parts, str(tmp_path / "whole"), SCHEMA, "zstd", 3, num_shards=4)
+    whole = _assemble(FileSystems, parts, str(tmp_path / "whole"), SCHEMA, "zstd", 3, num_shards=4)
     assert [p.rsplit("/", 1)[-1] for p in apart] == [p.rsplit("/", 1)[-1] for p in whole]
     for a, w, want in zip(apart, whole, ([3], [3, 1], [3, 1], [3, 1])):
         assert pq.read_table(a).equals(pq.read_table(w))
