@@ -268,10 +268,6 @@ class ReadStagedBatchFn(_StagedReading, ReadBatchFn):
         return self._staged((batch.path, batch.start, batch.end), super().process(batch), {"bytes": batch.bytes})
 
 
-def _provenance(record: Any):
-    return record.provenance
-
-
 class StageRecordsFn(beam.DoFn):
     """Stages each record into the files of the range being read (a phase's, under
     ``phase_dir``), when it belongs to it; any other record goes on (the ``loose``
@@ -297,7 +293,7 @@ class StageRecordsFn(beam.DoFn):
         if self._prepare is not None:
             record = self._prepare(record)
         reading: Optional[_Reading] = getattr(_CURRENT, "reading", None)
-        prov = _provenance(record)
+        prov = record.provenance
         if reading is not None and reading.files.owns(prov.warc_file, prov.offset):
             reading.files.add(self._table, self._row(record))
             if self._table in (DOCS, DOCUMENTS) or (self._table == DECISIONS and record.subject == SUBJECT_PAGE):
