@@ -43,34 +43,35 @@ ADAPTER_PARTS = ("parse_html", "document_base", "index_page", "lead_hints", "pag
                  "locate_text", "place_images", "merge_nodes", "hreflang_links")
 
 
-def timed(module: str, name: str, label: str) -> None:
-    """Replaces ``module.name`` by a wrapper that adds its thread CPU to ``SPENT[label]``."""
-    mod = importlib.import_module(module)
-    func = getattr(mod, name)
+def _timing(func, label: str):
+    """``func`` adding its thread CPU to ``SPENT[label]``; a call made inside another
+    of the same wrapper (recursion) is counted with the outermost one."""
+    depth = threading.local()
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
+        if getattr(depth, "n", 0):
+            return func(*args, **kwargs)
+        depth.n = 1
         started = time.thread_time()
         try:
             return func(*args, **kwargs)
         finally:
             SPENT[label] += time.thread_time() - started
+            depth.n = 0
 
-    setattr(mod, name, wrapper)
+    return wrapper
+
+
+def timed(module: str, name: str, label: str) -> None:
+    """Replaces ``module.name`` by a wrapper that adds its thread CPU to ``SPENT[label]``."""
+    mod = importlib.import_module(module)
+    setattr(mod, name, _timing(getattr(mod, name), label))
 
 
 def timed_step(step):
     func = getattr(step, "func", step)
-    label = "heuristics: " + getattr(func, "__name__", type(func).__name__)
-
-    def run(doc):
-        started = time.thread_time()
-        try:
-            return step(doc)
-        finally:
-            SPENT[label] += time.thread_time() - started
-
-    return run
+    return _timing(step, "heuristics: " + getattr(func, "__name__", type(func).__name__))
 
 
 def warc_of(pages: int) -> Path:
@@ -101,7 +102,7 @@ def parts(n_pages: int) -> None:
     from mmcurate.stages.results import apply_filters
 
     builder = trafilatura_adapter.NodeBuilder
-    builder.block = _timed_outermost(builder.block, "extract: nodes from trafilatura's tree")
+    builder.block = _timing(builder.block, "extract: nodes from trafilatura's tree")
     config = settings()
     path = str(warc_of(n_pages))
     reader = ReadWarcFileFn(config.read)
@@ -130,24 +131,6 @@ def parts(n_pages: int) -> None:
     print(f"{1000 * total / n:8.2f}  extract + heuristics, in all")
     for label, ms in rows:
         print(f"{ms:8.2f}  {label}")
-
-
-def _timed_outermost(method, label):
-    depth = threading.local()
-
-    @functools.wraps(method)
-    def wrapper(self, *args, **kwargs):
-        if getattr(depth, "n", 0):
-            return method(self, *args, **kwargs)
-        depth.n = 1
-        started = time.thread_time()
-        try:
-            return method(self, *args, **kwargs)
-        finally:
-            SPENT[label] += time.thread_time() - started
-            depth.n = 0
-
-    return wrapper
 
 
 def windows(n_pages: int, window: int) -> None:
