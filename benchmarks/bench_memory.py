@@ -196,9 +196,10 @@ def build_input(path: Path, n_pages: int, group: int, extra: int, markup_bytes: 
     return n_pages, html_bytes
 
 
-def tree_rss(proc: psutil.Process) -> tuple[int, int]:
-    """(summed RSS of the process and its descendants, RSS of the largest one)."""
-    total = largest = 0
+def tree_rss(proc: psutil.Process) -> tuple[int, int, int]:
+    """(summed RSS of the process and its descendants, RSS of the largest one, RSS
+    of the process itself: the launcher, when a phase runs in a child of its own)."""
+    total = largest = own = 0
     for p in [proc, *proc.children(recursive=True)]:
         try:
             rss = p.memory_info().rss
@@ -206,7 +207,8 @@ def tree_rss(proc: psutil.Process) -> tuple[int, int]:
             continue
         total += rss
         largest = max(largest, rss)
-    return total, largest
+        own = rss if p is proc else own
+    return total, largest, own
 
 
 def finished_phases(out: Path) -> str:
@@ -216,7 +218,8 @@ def finished_phases(out: Path) -> str:
 
 def run(warc: Path, out: Path, stages: str, extra_args: list[str], trace: Path | None = None) -> dict:
     """One ``mmcurate run``, its process tree sampled every 0.2 s; with ``trace``, a
-    line per second there (seconds, tree MB, largest process MB, phases finished)."""
+    line per second there (seconds, tree MB, largest process MB, phases finished,
+    the launching process's own MB)."""
     cmd = [sys.executable, "-m", "mmcurate.pipeline.cli", "run", str(warc), "-o", str(out), "--quiet",
            "--runner-preset", "direct", "--stages", stages, *extra_args]
     started = time.perf_counter()
@@ -227,14 +230,14 @@ def run(warc: Path, out: Path, stages: str, extra_args: list[str], trace: Path |
     with open(trace, "w") if trace else contextlib.nullcontext() as log:
         while proc.poll() is None:
             try:
-                total, largest = tree_rss(watched)
+                total, largest, own = tree_rss(watched)
             except psutil.Error:
                 break
             peak_total, peak_largest = max(peak_total, total), max(peak_largest, largest)
             now = time.perf_counter() - started
             if log and now - traced >= 1.0:
                 traced = now
-                log.write(f"{now:.1f}\t{total >> 20}\t{largest >> 20}\t{finished_phases(out)}\n")
+                log.write(f"{now:.1f}\t{total >> 20}\t{largest >> 20}\t{finished_phases(out)}\t{own >> 20}\n")
                 log.flush()
             time.sleep(0.2)
     proc.wait()

@@ -10,6 +10,12 @@ of the output tables are assembled once its pipeline has run, before the phase i
 recorded as finished: by this process when staging is on a local disk
 (``range_outputs.assemble_tables``), by a Beam pipeline of the run's runner, one
 task per output file, when it is on a remote filesystem (``stages/assemble.py``).
+
+On a runner that executes pipelines in this process (the DirectRunner, not in
+``multi_processing`` mode), a first phase followed by others runs in a child process
+of its own (``phase_process``): what it loads, heliport's model above all, is gone
+when the later phases run here. A run of one phase runs here, with no child to start.
+The manifest's phases record the process id each ran in (``pid``).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import time
 from collections import defaultdict
 from typing import Any, Optional, Sequence
@@ -26,7 +33,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.runner import PipelineState
 
-from mmcurate.pipeline import beam_files, interrupts
+from mmcurate.pipeline import beam_files, interrupts, phase_process
 from mmcurate.pipeline.build import (
     STAGED_CAPTURED,
     STAGED_DECISIONS,
@@ -39,6 +46,7 @@ from mmcurate.pipeline.build import (
 from mmcurate.pipeline.range_outputs import LOOSE_DIR, PART_TABLES, assemble_tables, plan_tables
 from mmcurate.pipeline.config import Config
 from mmcurate.pipeline.progress import ProgressMonitor, counts_from_counters
+from mmcurate.runners import dofn_signatures, options_views
 from mmcurate.stages import read
 from mmcurate.stages.assemble import AssembleFiles
 from mmcurate.stages.engines import staging_files
@@ -163,16 +171,16 @@ def run_phases(
                 counts = _progress_counts(phase, staging_files.summed_counters(finished.values()))
                 progress.resumed(counts, _range_bytes(finished.values(), patterns))
             clock = time.perf_counter()
-            pipeline = beam.Pipeline(options=options)
             done_ranges = {rid: int(marker.get("pages", 0)) for rid, marker in finished.items()}
-            in_parts = build_phase(pipeline, phases, phase, root, patterns, config, reader=reader, done_ranges=done_ranges)
-            result, state = _run(pipeline)
-            if state not in (PipelineState.DONE, None):
-                raise RunError(f"phase {phase.dirname} ended in state {state}; nothing was published (staging kept at {root})")
-            interrupts.check()
-            if in_parts:
-                _assemble(here, options, config)
-            counters = query_counters(result)
+            job = (phases, phase, root, options, patterns, config, reader, done_ranges)
+            if phase.index == 0 and not phase.final and phase_process.runs_in_this_process(options):
+                # What the first phase loads (heliport's 830 MB) would stay under the later phases.
+                try:
+                    counters, pid = phase_process.call_in_child(_run_phase_in_child, *job)
+                except phase_process.ChildDied as exc:
+                    raise RunError(f"phase {phase.dirname}: {exc}; nothing was published (staging kept at {root})") from None
+            else:
+                counters, pid = _run_phase(*job)
             if counters is None and phase.index > 0 and metrics:
                 counters = {}  # the runner reports metrics: this phase saw nothing to count
             ranges_read = None if counters is None else counters.pop((RANGES_NAMESPACE, RANGES_READ), 0)
@@ -182,6 +190,7 @@ def run_phases(
             done = {
                 "counters": None if counters is None else [[ns, name, value] for (ns, name), value in sorted(counters.items())],
                 "seconds": round(time.perf_counter() - clock, 3),
+                "pid": pid,
             }
             if phase.index == 0:
                 done["ranges"] = {"read": ranges_read, "resumed": len(finished)}
@@ -190,12 +199,35 @@ def run_phases(
             metrics = False
         else:
             _merge(totals, {(ns, name): value for ns, name, value in done["counters"]})
-        entry = {"phase": phase.dirname, "stages": list(phase.stages), "seconds": done["seconds"], "resumed": resumed}
+        entry = {"phase": phase.dirname, "stages": list(phase.stages), "seconds": done["seconds"], "resumed": resumed,
+                 "pid": done.get("pid")}
         if "ranges" in done:
             entry["ranges"] = done["ranges"]
         report.append(entry)
     interrupts.check()
     return (totals if metrics else None), report
+
+
+def _run_phase(phases, phase, root, options, patterns, config, reader, done_ranges) -> tuple[Optional[dict], int]:
+    """Builds and runs one phase's pipeline (and assembles a run's only phase's
+    tables): its counters (``query_counters``) and the id of the process it ran in."""
+    pipeline = beam.Pipeline(options=options)
+    in_parts = build_phase(pipeline, phases, phase, root, patterns, config, reader=reader, done_ranges=done_ranges)
+    result, state = _run(pipeline)
+    if state not in (PipelineState.DONE, None):
+        raise RunError(f"phase {phase.dirname} ended in state {state}; nothing was published (staging kept at {root})")
+    interrupts.check()
+    if in_parts:
+        _assemble(phase_dir(root, phase), options, config)
+    return query_counters(result), os.getpid()
+
+
+def _run_phase_in_child(*job) -> tuple[Optional[dict], int]:
+    """``_run_phase`` in a process of its own (``phase_process``), with the start-up
+    memos ``run_curation`` installs in the launching process."""
+    dofn_signatures.install()
+    options_views.install()
+    return _run_phase(*job)
 
 
 def _progress_counts(phase: Phase, counters: dict[tuple[str, str], int]) -> dict[str, int]:

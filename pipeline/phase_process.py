@@ -1,0 +1,280 @@
+"""A run's first phase in a process of its own, when the runner would run it in this one.
+
+Beam's DirectRunner, unless it runs in ``multi_processing`` mode, executes a pipeline
+inside the process that calls ``run()``, and what the first phase loads stays there
+for the rest of the run: heliport, the heuristics stage's language identifier, holds
+about 830 MB in its Rust library for the life of the process (deleting the
+identifier frees none of it), and the later phases, which grow with the corpus,
+would run on top of it. ``call_in_child`` runs one function, the first phase, in a
+fresh interpreter started with multiprocessing's "spawn" method and returns what it
+returned; the later phases run in the launching process, which never loads heliport.
+
+What the user sees is the same as when the phase ran in the launching process:
+
+- The child's log records are sent to the launcher and handled there by the logger
+  of their name (its handlers, filters and format); the child's loggers have the
+  launcher's levels. Anything written straight to stderr goes to the same stderr.
+- Its result comes back pickled; an exception it raised is raised here, the same
+  class with the same message (one that cannot be pickled becomes a RuntimeError
+  naming its class), with the child's traceback as its cause.
+- Ctrl-C: the child ignores SIGINT itself (it reaches the whole process group); when
+  the launcher is interrupted it tells the child, which gets SIGINT in its main
+  thread, ends its pipeline as the launcher would have, and exits; the launcher
+  waits for that (so staging is left as the interrupted phase leaves it) and raises
+  KeyboardInterrupt. A second Ctrl-C while it waits kills the child.
+- Kill safety: the child watches the pipe the launcher sends on; when the launcher
+  dies (SIGKILL included) the pipe ends and the child exits at once, so a rerun
+  never races an orphan still writing staging.
+- The live progress line's side channel is named in the environment
+  (``pipeline/progress.py``), which the child inherits.
+"""
+
+from __future__ import annotations
+
+import logging
+import logging.handlers
+import multiprocessing
+import os
+import pickle
+import signal
+import sys
+import threading
+import time
+import traceback
+from multiprocessing.connection import Connection
+from typing import Any, Callable
+
+# Nothing here imports Beam at import time: the child imports this module before its
+# logging is forwarded, and Beam logs as it is imported.
+from mmcurate.pipeline import interrupts
+
+START_METHOD = "spawn"
+# Names Beam's create_runner accepts for the runners that execute in the calling
+# process (lower case, with or without "runner").
+_IN_PROCESS_RUNNERS = {"direct", "directrunner", "bundlebaseddirectrunner", "switchingdirectrunner"}
+# How long an interrupted child gets to end its pipeline and exit before it is killed
+# (ours: an interrupted DirectRunner pipeline unwinds in well under a second here).
+INTERRUPT_GRACE_SECONDS = 60.0
+
+
+class ChildDied(RuntimeError):
+    """The child process ended without a result (killed, out of memory, crashed)."""
+
+    def __init__(self, exitcode: int | None):
+        how = f"was killed by signal {-exitcode}" if exitcode is not None and exitcode < 0 else f"exited with {exitcode}"
+        super().__init__(f"its process {how} before it finished")
+        self.exitcode = exitcode
+
+
+class ChildTraceback(Exception):
+    """The traceback of an exception raised in the child, as its cause here."""
+
+    def __init__(self, text: str):
+        super().__init__(text)
+        self.text = text
+
+    def __str__(self) -> str:
+        return f'\n"""\n{self.text}"""'
+
+
+def runs_in_this_process(options) -> bool:
+    """Whether the runner of ``options`` executes pipelines in the calling process:
+    the DirectRunner, except in ``multi_processing`` mode (whose workers are child
+    processes already). A runner given as an object (not a name) counts as remote."""
+    from apache_beam.options.pipeline_options import DirectOptions, StandardOptions
+
+    runner = options.view_as(StandardOptions).runner
+    if not isinstance(runner, str) or runner.lower() not in _IN_PROCESS_RUNNERS:
+        return False
+    return options.view_as(DirectOptions).direct_running_mode != "multi_processing"
+
+
+def call_in_child(function: Callable[..., Any], *args: Any, name: str = "mmcurate-phase") -> Any:
+    """``function(*args)``, run in a fresh child process; see the module docstring.
+
+    ``function`` and ``args`` must pickle (a module-level function). Raises what the
+    function raised, KeyboardInterrupt on Ctrl-C, ChildDied if the child ended
+    without a result.
+    """
+    context = multiprocessing.get_context(START_METHOD)
+    results, child_results = context.Pipe(duplex=False)
+    child_control, control = context.Pipe(duplex=False)
+    payload = pickle.dumps((function, args), protocol=pickle.HIGHEST_PROTOCOL)
+    process = context.Process(target=_child, args=(payload, child_results, child_control, _log_levels()), name=name)
+    with _sigint_ignored():  # inherited: the child starts deaf to Ctrl-C (see _child)
+        process.start()
+    child_results.close()
+    child_control.close()
+    try:
+        message = _relay(results)
+    except BaseException:  # Ctrl-C here, or anything else: the child stops first
+        _stop(process, results, control)
+        raise
+    finally:
+        results.close()
+    process.join()
+    control.close()
+    if message is None:
+        raise ChildDied(process.exitcode)
+    kind, value, text = message
+    if kind == "error":
+        raise value from ChildTraceback(text)
+    return value
+
+
+# -- the launcher's side --------------------------------------------------------------
+
+
+def _log_levels() -> dict[str, Any]:
+    """The levels of this process's loggers that are set, and logging's ``disable``."""
+    manager = logging.root.manager
+    levels = {name: logger.level for name, logger in manager.loggerDict.items()
+              if isinstance(logger, logging.Logger) and logger.level != logging.NOTSET}
+    return {"root": logging.root.level, "loggers": levels, "disable": manager.disable}
+
+
+class _sigint_ignored:
+    """SIGINT ignored while a child is started (only the main thread may change it)."""
+
+    def __enter__(self) -> None:
+        self.previous = None
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+
+
+def _relog(record: logging.LogRecord) -> None:
+    logging.getLogger(record.name).handle(record)
+
+
+def _relay(results: Connection):
+    """Handles the child's log records until its final message, which it returns
+    (None if the child ended without one)."""
+    while True:
+        try:
+            message = results.recv()
+        except EOFError:
+            return None
+        if message[0] != "log":
+            return message
+        _relog(message[1])
+
+
+def _stop(process, results: Connection, control: Connection) -> None:
+    """Tells the child to stop as Ctrl-C would and waits for it to exit, relaying its
+    logging meanwhile; kills it after ``INTERRUPT_GRACE_SECONDS`` or a second Ctrl-C."""
+    try:
+        control.send("interrupt")
+    except OSError:
+        pass  # it has exited already
+    deadline = time.monotonic() + INTERRUPT_GRACE_SECONDS
+    try:
+        while process.is_alive() and time.monotonic() < deadline:
+            if results.poll(0.1):
+                try:
+                    message = results.recv()
+                except EOFError:
+                    break
+                if message[0] == "log":
+                    _relog(message[1])
+    except KeyboardInterrupt:
+        pass  # pressed again: no more waiting
+    finally:
+        if process.is_alive():
+            process.kill()
+        process.join()
+        control.close()
+
+
+# -- the child's side -----------------------------------------------------------------
+
+
+class _Sender:
+    """The child's end of the results pipe, shared by its threads."""
+
+    def __init__(self, conn: Connection):
+        self.conn = conn
+        self.lock = threading.Lock()
+
+    def put_nowait(self, message: tuple) -> None:  # the queue interface QueueHandler calls
+        with self.lock:
+            self.conn.send(message)
+
+
+class _ForwardHandler(logging.handlers.QueueHandler):
+    """Sends each record, its message formatted (QueueHandler.prepare), to the launcher."""
+
+    def enqueue(self, record: logging.LogRecord) -> None:
+        try:
+            pickle.dumps(record)
+        except Exception:  # an unpicklable attribute added by ``extra``: the essentials only
+            record = logging.makeLogRecord({k: getattr(record, k) for k in (
+                "name", "levelno", "levelname", "msg", "created", "msecs", "relativeCreated",
+                "pathname", "filename", "module", "lineno", "funcName", "thread", "threadName",
+                "process", "processName")})
+        self.queue.put_nowait(("log", record))
+
+
+def _set_logging(sender: _Sender, levels: dict[str, Any]) -> None:
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+    root.addHandler(_ForwardHandler(sender))
+    root.setLevel(levels["root"])
+    for name, level in levels["loggers"].items():
+        logging.getLogger(name).setLevel(level)
+    logging.disable(levels["disable"])
+
+
+def _child(payload: bytes, results: Connection, control: Connection, levels: dict[str, Any]) -> None:
+    """The child process: runs the pickled call, sends its outcome and exits."""
+    stop = threading.Event()
+
+    def on_sigint(signum, frame) -> None:
+        # Ctrl-C reaches the whole process group; the launcher decides (see _watch).
+        if stop.is_set():
+            raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, on_sigint)
+    sender = _Sender(results)
+    _set_logging(sender, levels)
+    threading.Thread(target=_watch, args=(control, stop), name="mmcurate-launcher-watch", daemon=True).start()
+    try:
+        with interrupts.noted():  # as in the launcher: an interrupt lost in a __del__ comes again
+            function, args = pickle.loads(payload)
+            outcome = ("done", function(*args), "")
+    except BaseException as exc:  # after Ctrl-C too: the launcher, stopping this process, ignores it
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the call is over: a late interrupt changes nothing
+        outcome = ("error", _portable(exc), traceback.format_exc())
+    try:
+        sender.put_nowait(outcome)
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        # Beam's threads and atexit hooks have nothing left to do for a finished pipeline.
+        os._exit(0)
+
+
+def _watch(control: Connection, stop: threading.Event) -> None:
+    """Exits the process when the launcher is gone; interrupts it when told to."""
+    while True:
+        try:
+            message = control.recv()
+        except (EOFError, OSError):
+            os._exit(1)  # the launcher died: nobody waits for this phase any more
+        if message == "interrupt":
+            stop.set()
+            # A real signal to the main thread: it also ends a blocking system call.
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
+
+def _portable(exc: BaseException) -> BaseException:
+    """``exc`` if it survives pickling, else a RuntimeError with its class and message."""
+    try:
+        pickle.loads(pickle.dumps(exc))
+        return exc
+    except Exception:
+        return RuntimeError(f"{type(exc).__module__}.{type(exc).__qualname__}: {exc}")

@@ -1,0 +1,63 @@
+"""What tests/pipeline/test_phase_process.py runs in a child process: module-level
+functions (a spawned child imports them by name) and a launcher to kill."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+
+from mmcurate.pipeline.phase_process import call_in_child
+from mmcurate.pipeline.phases import RunError
+
+log = logging.getLogger("mmcurate.tests.child")
+
+
+def logs_and_returns(value):
+    log.debug("not shown: below the launcher's level")
+    log.info("child says %s", value)
+    log.warning("child warns")
+    return value, os.getpid(), os.environ.get("MMCURATE_TEST_ENV")
+
+
+def fails(message: str):
+    raise RunError(message)
+
+
+class NeedsTwo(Exception):
+    def __init__(self, first, second):
+        super().__init__(f"{first}/{second}")
+
+
+def fails_unpicklably():
+    raise NeedsTwo("a", "b")
+
+
+def dies():
+    os._exit(3)
+
+
+def waits(marker: str):
+    """Writes its pid to ``marker``, then waits; on KeyboardInterrupt writes that too."""
+    Path(marker).write_text(str(os.getpid()))
+    try:
+        while True:
+            time.sleep(0.05)
+    except KeyboardInterrupt:
+        Path(marker + ".interrupted").write_text("yes")
+        raise
+
+
+def launch(marker: str) -> None:
+    """A launcher: runs ``waits`` in a child; notes a KeyboardInterrupt once the child is gone."""
+    try:
+        call_in_child(waits, marker)
+    except KeyboardInterrupt:
+        Path(marker + ".launcher").write_text("interrupted")
+        sys.exit(0)
+
+
+if __name__ == "__main__":
+    launch(sys.argv[1])

@@ -1,0 +1,132 @@
+"""The first phase of a run of several in a child process of its own
+(pipeline/phase_process.py): where it applies, and that the child's result, errors,
+logging, environment, Ctrl-C and death behave as if it ran in the launcher."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from mmcurate.pipeline import phase_process
+from mmcurate.pipeline.config import load_config
+from mmcurate.pipeline.phases import RunError
+from mmcurate.pipeline.run import run_curation
+from mmcurate.runners.presets import preset_args
+
+TESTS = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(TESTS))
+
+import phase_children  # noqa: E402
+from shared_runs import SMALL_STAGES  # noqa: E402
+
+
+def test_a_run_of_several_phases_runs_its_first_in_another_process(demo_run):
+    first, second = demo_run.manifest["phases"]
+    assert (first["phase"], second["phase"]) == ("0-read", "1-dedup")
+    assert isinstance(first["pid"], int) and isinstance(second["pid"], int)
+    assert first["pid"] != second["pid"]
+
+
+def test_a_run_of_one_phase_starts_no_process(small_warc, tmp_path, monkeypatch):
+    def forbidden(*args, **kwargs):
+        raise AssertionError("a run of one phase started a process for it")
+
+    monkeypatch.setattr(phase_process, "call_in_child", forbidden)
+    config = load_config(overrides=[f"run.stages={SMALL_STAGES}"])
+    manifest = run_curation([str(small_warc)], str(tmp_path / "out"), config, preset_args("direct"))
+    assert [(p["phase"], p["pid"]) for p in manifest["phases"]] == [("0-read", os.getpid())]
+
+
+@pytest.mark.parametrize(
+    "flags, here",
+    [
+        (preset_args("direct"), True),
+        ([], False),  # no runner named: run_curation names DirectRunner before asking (below)
+        (["--runner=direct"], True),
+        (["--runner=DirectRunner", "--direct_running_mode=multi_threading"], True),
+        (preset_args("local", {"workers": "2"}), False),
+        (preset_args("portable", {"endpoint": "localhost:8099"}), False),
+        (preset_args("dask", {"address": "tcp://localhost:8786"}), False),
+    ],
+)
+def test_only_runners_that_run_pipelines_in_the_calling_process_get_a_child(flags, here):
+    assert phase_process.runs_in_this_process(PipelineOptions(flags)) is here
+
+
+def test_the_childs_result_logging_and_environment_come_back(caplog, monkeypatch):
+    monkeypatch.setenv("MMCURATE_TEST_ENV", "inherited")  # as the progress line's side channel is
+    with caplog.at_level(logging.INFO):
+        value, pid, env = phase_process.call_in_child(phase_children.logs_and_returns, {("ns", "name"): 3})
+    assert value == {("ns", "name"): 3} and pid != os.getpid() and env == "inherited"
+    relayed = [(r.name, r.levelname, r.getMessage(), r.process) for r in caplog.records if r.name == phase_children.log.name]
+    assert relayed == [
+        (phase_children.log.name, "INFO", "child says {('ns', 'name'): 3}", pid),
+        (phase_children.log.name, "WARNING", "child warns", pid),
+    ]
+
+
+def test_an_error_in_the_child_is_raised_here_with_its_class_and_message():
+    with pytest.raises(RunError, match="^phase 0-read ended in state FAILED; staging kept$") as caught:
+        phase_process.call_in_child(phase_children.fails, "phase 0-read ended in state FAILED; staging kept")
+    cause = caught.value.__cause__
+    assert isinstance(cause, phase_process.ChildTraceback) and "in fails" in cause.text
+    with pytest.raises(RuntimeError, match=r"^phase_children\.NeedsTwo: a/b$"):
+        phase_process.call_in_child(phase_children.fails_unpicklably)
+
+
+def test_a_child_that_dies_is_reported():
+    with pytest.raises(phase_process.ChildDied, match="exited with 3") as caught:
+        phase_process.call_in_child(phase_children.dies)
+    assert caught.value.exitcode == 3
+
+
+def _launcher(marker: Path) -> subprocess.Popen:
+    code = f"import sys; sys.path.insert(0, {str(TESTS)!r}); import phase_children; phase_children.launch({str(marker)!r})"
+    return subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+
+
+def _child_pid(marker: Path, launcher: subprocess.Popen) -> int:
+    deadline = time.monotonic() + 120
+    while not marker.exists() or not marker.read_text():
+        assert launcher.poll() is None and time.monotonic() < deadline, "the child never started"
+        time.sleep(0.05)
+    return int(marker.read_text())
+
+
+def _gone(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_the_child_exits_when_its_launcher_is_killed(tmp_path):
+    marker = tmp_path / "child.pid"
+    launcher = _launcher(marker)
+    child = _child_pid(marker, launcher)
+    os.kill(launcher.pid, signal.SIGKILL)  # the launcher alone, not its process group
+    launcher.wait()
+    assert _gone(child, 10), "the child outlived its launcher"
+
+
+def test_ctrl_c_on_the_launcher_interrupts_the_child_and_waits_for_it(tmp_path):
+    marker = tmp_path / "child.pid"
+    launcher = _launcher(marker)
+    child = _child_pid(marker, launcher)
+    os.kill(launcher.pid, signal.SIGINT)  # the launcher alone: it passes the interrupt on
+    assert launcher.wait(timeout=60) == 0
+    assert Path(f"{marker}.interrupted").read_text() == "yes"  # the child's KeyboardInterrupt
+    assert Path(f"{marker}.launcher").read_text() == "interrupted"  # then the launcher's, the child gone
+    assert _gone(child, 0.1)
