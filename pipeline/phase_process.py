@@ -103,9 +103,9 @@ def call_in_child(function: Callable[..., Any], *args: Any, name: str = "mmcurat
     process = context.Process(target=_child, args=(payload, child_results, child_control, _log_levels()), name=name)
     with _sigint_ignored():  # inherited: the child starts deaf to Ctrl-C (see _child)
         process.start()
-    child_results.close()
-    child_control.close()
     try:
+        child_results.close()
+        child_control.close()
         message = _relay(results)
     except BaseException:  # Ctrl-C here, or anything else: the child stops first
         _stop(process, results, control)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -52,6 +53,9 @@ def waits(marker: str):
 
 def launch(marker: str) -> None:
     """A launcher: runs ``waits`` in a child; notes a KeyboardInterrupt once the child is gone."""
+    # Python's own Ctrl-C handling, even when started by a process that ignores SIGINT
+    # (pytest-xdist's workers do, and an ignored signal stays ignored in a child).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         call_in_child(waits, marker)
     except KeyboardInterrupt:

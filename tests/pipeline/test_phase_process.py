@@ -88,9 +88,19 @@ def test_a_child_that_dies_is_reported():
     assert caught.value.exitcode == 3
 
 
-def _launcher(marker: Path) -> subprocess.Popen:
+@pytest.fixture
+def launcher(tmp_path):
+    """A process that runs ``phase_children.waits`` in a child (its pid in the marker
+    file); killed with its group, should the test leave it running."""
+    marker = tmp_path / "child.pid"
     code = f"import sys; sys.path.insert(0, {str(TESTS)!r}); import phase_children; phase_children.launch({str(marker)!r})"
-    return subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+    proc = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+    try:
+        yield proc, marker
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
 
 
 def _child_pid(marker: Path, launcher: subprocess.Popen) -> int:
@@ -112,18 +122,16 @@ def _gone(pid: int, seconds: float) -> bool:
     return False
 
 
-def test_the_child_exits_when_its_launcher_is_killed(tmp_path):
-    marker = tmp_path / "child.pid"
-    launcher = _launcher(marker)
+def test_the_child_exits_when_its_launcher_is_killed(launcher):
+    launcher, marker = launcher
     child = _child_pid(marker, launcher)
     os.kill(launcher.pid, signal.SIGKILL)  # the launcher alone, not its process group
     launcher.wait()
     assert _gone(child, 10), "the child outlived its launcher"
 
 
-def test_ctrl_c_on_the_launcher_interrupts_the_child_and_waits_for_it(tmp_path):
-    marker = tmp_path / "child.pid"
-    launcher = _launcher(marker)
+def test_ctrl_c_on_the_launcher_interrupts_the_child_and_waits_for_it(launcher):
+    launcher, marker = launcher
     child = _child_pid(marker, launcher)
     os.kill(launcher.pid, signal.SIGINT)  # the launcher alone: it passes the interrupt on
     assert launcher.wait(timeout=60) == 0
