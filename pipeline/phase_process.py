@@ -53,7 +53,8 @@ START_METHOD = "spawn"
 # process (lower case, with or without "runner").
 _IN_PROCESS_RUNNERS = {"direct", "directrunner", "bundlebaseddirectrunner", "switchingdirectrunner"}
 # How long an interrupted child gets to end its pipeline and exit before it is killed
-# (ours: an interrupted DirectRunner pipeline unwinds in well under a second here).
+# (ours: the interrupt ends a transform at its next Python instruction, so this only
+# bounds a child stuck in one long C call).
 INTERRUPT_GRACE_SECONDS = 60.0
 
 
