@@ -53,28 +53,27 @@ class WriteCorpus(beam.PTransform):
     """Kept documents, decisions and (optionally) images-table and pairs-table rows
     (``ImageRow``, ``PairRow``) to their tables under ``directory``:
     ``(documents, decisions[, image_rows[, pair_rows]]) | WriteCorpus(...)``.
-    The images and pairs tables are written (possibly empty) either way."""
+    The images and pairs tables are written (possibly empty) either way, unless
+    ``given_only``: then only the tables given are written (a caller that makes the
+    empty tables itself saves the eight Beam stages of two empty sinks)."""
 
-    def __init__(self, directory: str, config: WriteConfig, label: str | None = None):
+    def __init__(self, directory: str, config: WriteConfig, label: str | None = None, given_only: bool = False):
         super().__init__(label)
         self._directory = directory
         self._config = config
+        self._given_only = given_only
 
-    def expand(self, pcolls: tuple[beam.PCollection, beam.PCollection]) -> dict[str, beam.PCollection]:
+    def expand(self, pcolls: tuple[beam.PCollection, ...]) -> dict[str, beam.PCollection]:
         documents, decisions, *rest = pcolls
-        image_rows = rest[0] if rest else documents.pipeline | "NoImageRows" >> beam.Create([])
-        pair_rows = rest[1] if len(rest) > 1 else documents.pipeline | "NoPairRows" >> beam.Create([])
+        if not self._given_only:
+            if not rest:
+                rest.append(documents.pipeline | "NoImageRows" >> beam.Create([]))
+            if len(rest) < 2:
+                rest.append(documents.pipeline | "NoPairRows" >> beam.Create([]))
+        labels = (("Document", DOCUMENTS), ("Decision", DECISIONS), ("Image", IMAGES), ("Pair", PAIRS))
         return {
-            DOCUMENTS: documents
-            | "DocumentRows" >> beam.Map(table_row, DOCUMENTS)
-            | "WriteDocuments" >> WriteTable(self._directory, DOCUMENTS, self._config),
-            DECISIONS: decisions
-            | "DecisionRows" >> beam.Map(table_row, DECISIONS)
-            | "WriteDecisions" >> WriteTable(self._directory, DECISIONS, self._config),
-            IMAGES: image_rows
-            | "ImageRows" >> beam.Map(table_row, IMAGES)
-            | "WriteImages" >> WriteTable(self._directory, IMAGES, self._config),
-            PAIRS: pair_rows
-            | "PairRows" >> beam.Map(table_row, PAIRS)
-            | "WritePairs" >> WriteTable(self._directory, PAIRS, self._config),
+            table: rows
+            | f"{label}Rows" >> beam.Map(table_row, table)
+            | f"Write{label}s" >> WriteTable(self._directory, table, self._config)
+            for (label, table), rows in zip(labels, (documents, decisions, *rest))
         }
