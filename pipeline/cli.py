@@ -11,9 +11,10 @@ import argparse
 import contextlib
 import logging
 import sys
-from typing import Sequence
+from typing import Callable, Sequence
 
 from mmcurate import __version__
+from mmcurate.pipeline import start_up_gc
 from mmcurate.pipeline.config import (
     IMPLEMENTED_FILTER_STAGES,
     OPT_IN_STAGES,
@@ -125,6 +126,12 @@ def _run_parser() -> argparse.ArgumentParser:
 
 
 def cmd_run(argv: Sequence[str]) -> int:
+    # The collector is off while Beam and the stages import (pipeline/start_up_gc.py).
+    with start_up_gc.paused() as settle:
+        return _run_command(argv, settle)
+
+
+def _run_command(argv: Sequence[str], settle: Callable[[], None]) -> int:
     parser = _run_parser()
     started = start_command(argv, parser)
     if started is None:
@@ -162,6 +169,7 @@ def cmd_run(argv: Sequence[str]) -> int:
     quiet = QuietWorkerStartup() if uses_worker_processes(beam_args) and not args.verbose else contextlib.nullcontext()
     try:
         with quiet:
+            settle()
             manifest = run_curation(
                 args.inputs,
                 args.output,
