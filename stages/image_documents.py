@@ -4,6 +4,16 @@ nodes whose image failed, was refused, is too frequent or repeats a cluster alre
 in the document, applies the document rules (image count, words per image, no
 image left), and rejects documents whose set of image clusters another document
 has (the earliest capture survives, ``engines.phash_clusters.survivor_rank``).
+
+A link crosses its shuffles as a plain tuple (``Link.wire``) of what the verdict
+needs, not as the URL's ``ImageResult``: Beam's default coder pickles a dataclass
+or NamedTuple whole (about 840 bytes a link, with the result's provenance and
+class names) but writes a tuple of strings and integers field by field (about 280).
+The in-memory DirectRunner holds every link of the corpus in its join buffers, so
+the links' size is most of what the images phase grows by. The one verdict that
+needs the whole result, an image repeated in a document, leaves ``ApplyImagesFn``
+as a request keyed by URL and meets the URL's result in one more join
+(``DuplicateRows``): such rows are few.
 """
 
 from __future__ import annotations
@@ -20,7 +30,7 @@ import apache_beam as beam
 from mmcurate.filters import images as rules
 from mmcurate.filters import reasons
 from mmcurate.filters.verdict import reject
-from mmcurate.schemas import Document, ImageNode
+from mmcurate.schemas import Decision, Document, ImageNode
 from mmcurate.stages.config import ImagesConfig
 from mmcurate.schemas.rows import STATUS_FAILED, STATUS_REJECTED, STATUS_SKIPPED
 from mmcurate.stages.engines.image_result import STAGE, ImageResult, image_decision, reason_counter
@@ -41,11 +51,40 @@ _SET = "set"
 
 
 class Link(NamedTuple):
-    """One document's view of one of its image URLs."""
+    """One document's view of one of its image URLs: what became of the URL
+    (``ImageResult.status``, and for an image retrieved its id, size and pHash) and
+    the image's cluster (None: not clustered)."""
 
     url: str
-    result: ImageResult  # without bytes
+    status: str
+    image_id: Optional[str]
+    width: Optional[int]
+    height: Optional[int]
+    phash: Optional[str]
     cluster: Optional[Cluster]
+
+    @classmethod
+    def of(cls, url: str, result: ImageResult, cluster: Optional[Cluster]) -> "Link":
+        return cls(url, result.status, result.image_id, result.width, result.height, result.phash, cluster)
+
+    def wire(self) -> tuple:
+        """The link as a plain tuple, what crosses a shuffle (see the module's doc)."""
+        return Link.wire_in(self, self.cluster)
+
+    @staticmethod
+    def wire_in(wire: tuple, cluster: Optional[Cluster]) -> tuple:
+        """A link's wire tuple with its image's cluster set."""
+        return (*wire[:6], None if cluster is None else (cluster.rep, cluster.doc_frequency))
+
+    @classmethod
+    def from_wire(cls, wire: tuple) -> "Link":
+        cluster = wire[6]
+        return cls(*wire[:6], None if cluster is None else Cluster(*cluster))
+
+
+# Output tag of ApplyImagesFn: (URL, (value, threshold, detail)) of an image repeated
+# in a document, whose decision row DuplicateRows writes from the URL's result.
+DUPLICATES = "duplicates"
 
 
 def document_filters(config: ImagesConfig) -> list:
@@ -103,7 +142,7 @@ class ApplyImagesFn(beam.DoFn):
     def process(self, element: tuple[str, dict]) -> Iterable:
         key, joined = element
         if not self._staged:
-            links = {link.url: link for link in joined["links"]}
+            links = {wire[0]: Link.from_wire(wire) for wire in joined["links"]}
             for doc in joined["doc"]:
                 yield from self._timed(doc, key, links, None)
             return
@@ -111,7 +150,7 @@ class ApplyImagesFn(beam.DoFn):
         sets: dict[str, tuple] = {}
         for doc_key, (kind, value) in joined["verdicts"]:
             if kind == _LINK:
-                links_by_key.setdefault(doc_key, {})[value.url] = value
+                links_by_key.setdefault(doc_key, {})[value[0]] = Link.from_wire(value)
             else:
                 sets[doc_key] = value
         for doc in read_unit(key):
@@ -155,38 +194,29 @@ class ApplyImagesFn(beam.DoFn):
                 continue
             referenced += 1
             link = links.get(node.src) if node.src else None
-            result = link.result if link else None
-            if result is None or result.status in (STATUS_FAILED, STATUS_REJECTED):
+            if link is None or link.status in (STATUS_FAILED, STATUS_REJECTED):
                 removed += 1  # the image's own decision row says why
                 continue
-            if result.status == STATUS_SKIPPED:
+            if link.status == STATUS_SKIPPED:
                 nodes.append(node)
                 continue
-            cluster = link.cluster or Cluster(result.image_id, 1)
+            cluster = link.cluster or Cluster(link.image_id, 1)
             if too_frequent(cluster, config.max_doc_frequency):
                 removed += 1
                 continue
             first = seen.get(cluster.rep)
             if first is not None:
                 removed += 1
-                distance = rules.hamming(first[1], result.phash)
+                distance = rules.hamming(first[1], link.phash)
                 self._counters.inc(reason_counter(reasons.IMAGE_DUPLICATE_IN_DOCUMENT))
+                detail = f"document {doc.doc_id}: same as image {first[0]} (pHash distance {distance})"
                 yield beam.pvalue.TaggedOutput(
-                    REJECTED,
-                    image_decision(
-                        result,
-                        reasons.IMAGE_DUPLICATE_IN_DOCUMENT,
-                        distance,
-                        max(config.phash_max_distance, 0),
-                        detail=f"document {doc.doc_id}: same as image {first[0]} (pHash distance {distance})",
-                    ),
+                    DUPLICATES, (link.url, (distance, max(config.phash_max_distance, 0), detail))
                 )
                 continue
-            seen[cluster.rep] = (result.image_id, result.phash)
+            seen[cluster.rep] = (link.image_id, link.phash)
             nodes.append(
-                dataclasses.replace(
-                    node, image_id=result.image_id, width=result.width, height=result.height, phash=result.phash
-                )
+                dataclasses.replace(node, image_id=link.image_id, width=link.width, height=link.height, phash=link.phash)
             )
         doc = dataclasses.replace(doc, nodes=tuple(nodes)).with_signals(
             {SIGNAL_REFERENCED: referenced, SIGNAL_REMOVED: removed}
@@ -247,24 +277,27 @@ def _sets_by_unit(keyed: tuple[str, tuple]) -> tuple[str, tuple[str, tuple[str, 
 
 
 class ApplyImageVerdicts(beam.PTransform):
-    """``(docs, doc_links) | ApplyImageVerdicts(config)`` -> ``Verdicts``. ``doc_links``
-    are ``(record key, Link)``; staged (``units`` given), ``docs`` is unused and each
-    unit's documents are read again from staging, once for their image-set keys and
-    once to apply every verdict."""
+    """``(docs, doc_links, results) | ApplyImageVerdicts(config)`` -> ``Verdicts``.
+    ``doc_links`` are ``(record key, Link.wire())``, ``results`` each URL's
+    ``(URL, ImageResult)`` without bytes (for the rows of images repeated in a
+    document); staged (``units`` given), ``docs`` is unused and each unit's documents
+    are read again from staging, once for their image-set keys and once to apply
+    every verdict."""
 
     def __init__(self, config: ImagesConfig, units: Optional[beam.PCollection] = None, label: Optional[str] = None):
         super().__init__(label)
         self._config = config
         self._units = units
 
-    def expand(self, pcolls: tuple[beam.PCollection, beam.PCollection]) -> Verdicts:
-        docs, doc_links = pcolls
+    def expand(self, pcolls: tuple[beam.PCollection, beam.PCollection, beam.PCollection]) -> Verdicts:
+        docs, doc_links, results = pcolls
         if self._units is not None:
-            return self._staged(doc_links)
+            return self._staged(doc_links, results)
         applied = (
             {"doc": docs | "DocsById" >> beam.Map(_keyed_doc), "links": doc_links}
             | "JoinDocs" >> beam.CoGroupByKey()
-            | "ApplyImages" >> beam.ParDo(ApplyImagesFn(self._config)).with_outputs(REJECTED, ERRORS, main=KEPT)
+            | "ApplyImages"
+            >> beam.ParDo(ApplyImagesFn(self._config)).with_outputs(REJECTED, ERRORS, DUPLICATES, main=KEPT)
         )
         kept_pairs = applied[KEPT]
         no_set = kept_pairs | "NoImageSet" >> beam.Filter(lambda p: p[0] is None) | "Unpair" >> beam.Values()
@@ -281,10 +314,11 @@ class ApplyImageVerdicts(beam.PTransform):
             | "DecideSets" >> beam.ParDo(JoinSetVerdictFn()).with_outputs(REJECTED, main=KEPT)
         )
         kept = (no_set, decided[KEPT]) | "Kept" >> beam.Flatten()
-        rejected = (applied[REJECTED], decided[REJECTED]) | "Rejected" >> beam.Flatten()
+        repeated = (applied[DUPLICATES], results) | "DuplicateRows" >> DuplicateRows()
+        rejected = (applied[REJECTED], decided[REJECTED], repeated) | "Rejected" >> beam.Flatten()
         return Verdicts(kept, rejected, applied[ERRORS])
 
-    def _staged(self, doc_links: beam.PCollection) -> Verdicts:
+    def _staged(self, doc_links: beam.PCollection, results: beam.PCollection) -> Verdicts:
         config, units = self._config, self._units
         links = doc_links | "LinksByUnit" >> beam.Map(_links_by_unit)
         set_verdicts = (
@@ -299,6 +333,35 @@ class ApplyImageVerdicts(beam.PTransform):
         applied = (
             (units, verdicts)
             | "JoinVerdicts" >> VerdictsByUnit()
-            | "ApplyImages" >> beam.ParDo(ApplyImagesFn(config, staged=True)).with_outputs(REJECTED, ERRORS, main=KEPT)
+            | "ApplyImages"
+            >> beam.ParDo(ApplyImagesFn(config, staged=True)).with_outputs(REJECTED, ERRORS, DUPLICATES, main=KEPT)
         )
-        return Verdicts(applied[KEPT], applied[REJECTED], applied[ERRORS])
+        repeated = (applied[DUPLICATES], results) | "DuplicateRows" >> DuplicateRows()
+        rejected = (applied[REJECTED], repeated) | "Rejected" >> beam.Flatten()
+        return Verdicts(applied[KEPT], rejected, applied[ERRORS])
+
+
+def _duplicate_rows(element: tuple[str, dict]) -> Iterable[Decision]:
+    """The decision rows of one URL repeated in documents: its result (one per URL:
+    every link was made from it) with each document's value, threshold and detail."""
+    _, joined = element
+    requests = list(joined["duplicate"])
+    if not requests:
+        return
+    result = next(iter(joined["result"]))
+    for value, threshold, detail in requests:
+        yield image_decision(result, reasons.IMAGE_DUPLICATE_IN_DOCUMENT, value, threshold, detail=detail)
+
+
+class DuplicateRows(beam.PTransform):
+    """``(requests, results) | DuplicateRows()``: each ``(URL, (value, threshold,
+    detail))`` request of ``ApplyImagesFn`` joined with the URL's ``ImageResult``
+    -> its ``image_duplicate_in_document`` decision row."""
+
+    def expand(self, pcolls: tuple[beam.PCollection, beam.PCollection]) -> beam.PCollection:
+        requests, results = pcolls
+        return (
+            {"duplicate": requests, "result": results}
+            | "JoinResults" >> beam.CoGroupByKey()
+            | "Rows" >> beam.FlatMap(_duplicate_rows)
+        )

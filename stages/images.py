@@ -86,26 +86,29 @@ def _decision_rows(result: ImageResult) -> Iterable[Decision]:
 
 
 def _link_urls(element: tuple[str, dict]) -> Iterable:
-    """Join of one URL's documents with its result: links keyed by image_id (or by
-    the URL for images not retrieved), and (image_id, doc_id) usage pairs."""
+    """Join of one URL's documents with its result: links (without their cluster,
+    as plain tuples: ``image_documents.Link.wire``) keyed by image_id (or by the URL
+    for images not retrieved), and (image_id, doc_id) usage pairs."""
     url, joined = element
     results = list(joined["result"])
     if not results:
         return
     result = results[0]
     key = result.image_id if result.ok else "\x00" + url
+    link = Link.of(url, result, None).wire()
     for doc_key, doc_id in sorted(set(joined["refs"])):
-        yield key, (doc_key, url, result)
+        yield key, (doc_key, link)
         if result.ok:
             yield beam.pvalue.TaggedOutput(USAGE, (result.image_id, doc_id))
 
 
-def _links_by_doc(element: tuple[str, dict]) -> Iterable[tuple[str, Link]]:
+def _links_by_doc(element: tuple[str, dict]) -> Iterable[tuple[str, tuple]]:
+    """Each link of one image (or URL) with the image's cluster: (record key, ``Link.wire()``)."""
     _, joined = element
     clusters = list(joined["cluster"])
     cluster = clusters[0] if clusters else None
-    for doc_key, url, result in joined["links"]:
-        yield doc_key, Link(url, result, cluster)
+    for doc_key, link in joined["links"]:
+        yield doc_key, Link.wire_in(link, cluster)
 
 
 def _by_url(result: ImageResult) -> tuple[str, ImageResult]:
@@ -158,7 +161,8 @@ class CurateImages(beam.PTransform):
         results = (wants, self._captured_images(docs)) | "Retrieve" >> RetrieveImages(config)
         summaries = results | "DropBytes" >> beam.Map(ImageResult.summary)
         image_decisions = summaries | "ImageDecisions" >> beam.FlatMap(_decision_rows)
-        linked = self._link(refs, summaries)
+        by_url = summaries | "SummaryByUrl" >> beam.Map(_by_url)
+        linked = self._link(refs, by_url)
         hashes = summaries | "HashById" >> beam.FlatMap(_hash_by_id) | "DistinctIds" >> beam.Distinct()
         clustered = (hashes, linked[USAGE]) | "Clusters" >> ClusterImages(config)
         rows = (results, summaries, clustered.clusters) | "ImagesTable" >> ImageTableRows(config, self._blob_dir)
@@ -167,7 +171,7 @@ class CurateImages(beam.PTransform):
             | "JoinClusters" >> beam.CoGroupByKey()
             | "LinksByDoc" >> beam.FlatMap(_links_by_doc)
         )
-        verdicts = (docs, doc_links) | "Documents" >> ApplyImageVerdicts(config, self._units)
+        verdicts = (docs, doc_links, by_url) | "Documents" >> ApplyImageVerdicts(config, self._units)
         all_images = (image_decisions, clustered.decisions) | "AllImageDecisions" >> beam.Flatten()
         image_failures = all_images | "ImageFailures" >> beam.Filter(_is_image_row, KIND_ERROR)
         image_rejections = all_images | "ImageRejections" >> beam.Filter(_is_image_row, KIND_REJECTED)
@@ -181,10 +185,10 @@ class CurateImages(beam.PTransform):
         return docs.pipeline | "NoCapturedImages" >> beam.Create([])
 
     @staticmethod
-    def _link(refs: beam.PCollection, summaries: beam.PCollection):
+    def _link(refs: beam.PCollection, by_url: beam.PCollection):
         """Documents per URL joined with the URL's result: ``links`` and ``usage``."""
         return (
-            {"refs": refs, "result": summaries | "SummaryByUrl" >> beam.Map(_by_url)}
+            {"refs": refs, "result": by_url}
             | "JoinUrls" >> beam.CoGroupByKey()
             | "LinkUrls" >> beam.FlatMap(_link_urls).with_outputs(USAGE, main="links")
         )
