@@ -64,17 +64,49 @@ _NOTICE_KEYS = ("translat", "übersetz", "tradu", "tradott", "vertaald", "翻译
 # Characters around an anchor that a marker may span: over the longest match of
 # either pattern (tests/filters/test_quality_rules.py checks it).
 _REACH = 80
+# Anchors found by one scan of a stretch they share, at this offset in the anchor:
+# an anchor starts at ``at`` exactly where the stretch starts at ``at + offset`` and
+# the anchor follows, so the page is read once for the four ``trans`` anchors of both
+# patterns and once for the two ``trad`` ones, not once per anchor.
+_SHARED_SCANS = {
+    "translate": ("trans", 0), "gtranslate": ("trans", 1), "translat": ("trans", 0), "transposh": ("trans", 0),
+    "tradu": ("trad", 0), "tradott": ("trad", 0),
+}
 
 
-def _windows(low: str, anchors: tuple[str, ...]) -> list[tuple[int, int]]:
+def _starts(low: str, text: str) -> list[int]:
+    """Every index where ``text`` occurs in ``low`` (overlapping ones too), in order."""
+    found = []
+    at = low.find(text)
+    while at != -1:
+        found.append(at)
+        at = low.find(text, at + 1)
+    return found
+
+
+def _anchor_starts(low: str, anchor: str, scans: dict[str, list[int]]) -> list[int]:
+    """``_starts(low, anchor)``, through the scan of its shared stretch (``scans``:
+    the page's scans so far, by stretch). An anchor of non-ASCII characters does not
+    occur in an ASCII page."""
+    if not anchor.isascii() and low.isascii():
+        return []
+    stretch, offset = _SHARED_SCANS.get(anchor, (anchor, 0))
+    found = scans.get(stretch)
+    if found is None:
+        found = scans[stretch] = _starts(low, stretch)
+    if stretch == anchor:
+        return found
+    return [at - offset for at in found if at >= offset and low.startswith(anchor, at - offset)]
+
+
+def _windows(low: str, anchors: tuple[str, ...], scans: dict[str, list[int]] | None = None) -> list[tuple[int, int]]:
     """The stretches of ``low`` within ``_REACH`` characters of an anchor, merged
     where they touch: every marker lies whole inside one of them."""
+    scans = {} if scans is None else scans
     spans = []
     for anchor in anchors:
-        at = low.find(anchor)
-        while at != -1:
+        for at in _anchor_starts(low, anchor, scans):
             spans.append((max(0, at - _REACH), at + len(anchor) + _REACH))
-            at = low.find(anchor, at + 1)
     spans.sort()
     merged: list[tuple[int, int]] = []
     for start, end in spans:
@@ -86,7 +118,7 @@ def _windows(low: str, anchors: tuple[str, ...]) -> list[tuple[int, int]]:
     return merged
 
 
-def _count(pattern: re.Pattern, low: str, anchors: tuple[str, ...]) -> int:
+def _count(pattern: re.Pattern, low: str, anchors: tuple[str, ...], scans: dict[str, list[int]] | None = None) -> int:
     """``len(pattern.findall(low))``, running the pattern only where an anchor is near.
 
     The same count: a match contains an anchor, so it lies inside that anchor's
@@ -96,13 +128,14 @@ def _count(pattern: re.Pattern, low: str, anchors: tuple[str, ...]) -> int:
     the page and the other way round, in the same leftmost, non-overlapping order.
     On a page whose CSS says ``translate(...)`` this reads a few hundred characters
     instead of the whole page."""
-    return sum(len(pattern.findall(low, start, end)) for start, end in _windows(low, anchors))
+    return sum(len(pattern.findall(low, start, end)) for start, end in _windows(low, anchors, scans))
 
 
 def page_markers(html: str) -> dict[str, float]:
     """Counts of translation-widget markers and machine-translation notices in ``html``
     (case-insensitive: the patterns are lower case and run on the lowered page)."""
     low = html.lower()
-    widgets = _count(_WIDGET_MARKERS, low, _WIDGET_KEYS)
-    notices = _count(_NOTICE_MARKERS, low, _NOTICE_KEYS)
+    scans: dict[str, list[int]] = {}
+    widgets = _count(_WIDGET_MARKERS, low, _WIDGET_KEYS, scans)
+    notices = _count(_NOTICE_MARKERS, low, _NOTICE_KEYS, scans)
     return {WIDGET: float(widgets), NOTICE: float(notices)}

@@ -61,6 +61,22 @@ def test_page_markers_count_as_the_patterns_do_over_the_whole_page():
         assert page_markers(html) == _findall_count(html), html
 
 
+def test_anchors_sharing_a_scan_are_found_where_a_scan_of_each_finds_them():
+    def each(low, anchor):
+        found, at = [], low.find(anchor)
+        while at != -1:
+            found.append(at)
+            at = low.find(anchor, at + 1)
+        return found
+
+    pages = ["gtranslate", "translategtranslatetranslat", "ttransposhtranslation", "tradottradutradott", "trans trad g",
+             "übersetzt translate", "ascii only: tradu gtranslate", "翻译 翻訳 tradu", ""]
+    for low in pages:
+        scans: dict = {}
+        for anchor in (*mt_page._WIDGET_KEYS, *mt_page._NOTICE_KEYS):
+            assert mt_page._anchor_starts(low, anchor, scans) == each(low, anchor), (low, anchor)
+
+
 @pytest.mark.parametrize(
     "notice",
     [
