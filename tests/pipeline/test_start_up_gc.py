@@ -28,8 +28,9 @@ def test_off_until_settled_then_on_with_the_start_up_frozen_and_unfrozen_after()
         assert gc.isenabled()
         frozen = gc.get_freeze_count()
         assert frozen > 0
-        settle()  # a second call changes nothing
-        assert gc.get_freeze_count() == frozen
+        fresh = [[] for _ in range(100)]  # noqa: F841 (alive at the second call)
+        settle()  # a second call freezes nothing more (frozen objects that die leave the count)
+        assert gc.get_freeze_count() <= frozen
     assert gc.isenabled()
     assert gc.get_freeze_count() == 0
 
@@ -56,11 +57,14 @@ def test_a_collector_turned_off_by_the_caller_is_left_off():
 def test_objects_frozen_by_the_caller_stay_frozen():
     gc.enable()
     gc.freeze()
-    frozen = gc.get_freeze_count()
+    assert gc.get_freeze_count() > 0
     with start_up_gc.paused() as settle:
         assert gc.isenabled()
         settle()
-    assert gc.get_freeze_count() == frozen
+    # Frozen objects that die leave the count, so it is compared with 0: an unfreeze
+    # would have emptied the permanent generation.
+    assert gc.isenabled()
+    assert gc.get_freeze_count() > 0
 
 
 def test_mmcurate_run_starts_with_the_collector_off_and_runs_with_it_on(monkeypatch, tmp_path):
