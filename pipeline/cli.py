@@ -119,6 +119,13 @@ def _run_parser() -> argparse.ArgumentParser:
         "interrupted run of the same config on the same inputs finished (default); --no-resume starts over",
     )
     parser.add_argument(
+        "--one-process",
+        action="store_true",
+        help="on DirectRunner in one process (the direct preset), run the first phase in this process too, "
+        "e.g. to stop in it with a debugger (default: in a child process of its own, so that its language "
+        "identifier's ~830 MB are not held under the later phases)",
+    )
+    parser.add_argument(
         "--quiet", "-q", action="store_true", help="print only the funnel table (no live progress on stderr)"
     )
     parser.add_argument("--verbose", "-v", action="store_true", help="show Beam's own INFO logging")
@@ -179,6 +186,7 @@ def _run_command(argv: Sequence[str], settle: Callable[[], None]) -> int:
                 index=args.index,
                 warc_prefix=args.warc_prefix,
                 resume=args.resume,
+                one_process=args.one_process,
             )
     except InputError as exc:
         print(f"mmcurate: {exc}", file=sys.stderr)

@@ -14,8 +14,9 @@ task per output file, when it is on a remote filesystem (``stages/assemble.py``)
 On a runner that executes pipelines in this process (the DirectRunner, not in
 ``multi_processing`` mode), a first phase followed by others runs in a child process
 of its own (``phase_process``): what it loads, heliport's model above all, is gone
-when the later phases run here. A run of one phase runs here, with no child to start.
-The manifest's phases record the process id each ran in (``pid``).
+when the later phases run here. A run of one phase runs here, with no child to start,
+and so does every phase with ``mmcurate run --one-process`` (a debugger's breakpoint
+in the first phase). The manifest's phases record the process id each ran in (``pid``).
 """
 
 from __future__ import annotations
@@ -148,10 +149,13 @@ def run_phases(
     config: Config,
     reader: Optional[beam.PTransform],
     progress: Optional[ProgressMonitor] = None,
+    first_phase_apart: bool = True,
 ) -> tuple[Optional[dict[tuple[str, str], int]], list[dict[str, Any]]]:
     """Runs every phase not finished yet (one Beam pipeline each); returns the
     counters of all phases (None if a runner reported none) and what each phase did.
-    ``progress`` (a local run's live line) is told what is taken from staging."""
+    ``progress`` (a local run's live line) is told what is taken from staging. With
+    ``first_phase_apart``, a first phase that more follow runs in a child process
+    when the runner would run it in this one (see the module docstring)."""
     totals: dict[tuple[str, str], int] = {}
     metrics = True
     report = []
@@ -173,7 +177,8 @@ def run_phases(
             clock = time.perf_counter()
             done_ranges = {rid: int(marker.get("pages", 0)) for rid, marker in finished.items()}
             job = (phases, phase, root, options, patterns, config, reader, done_ranges)
-            if phase.index == 0 and not phase.final and phase_process.runs_in_this_process(options):
+            apart = first_phase_apart and phase.index == 0 and not phase.final
+            if apart and phase_process.runs_in_this_process(options):
                 # What the first phase loads (heliport's 830 MB) would stay under the later phases.
                 try:
                     counters, pid = phase_process.call_in_child(_run_phase_in_child, *job)

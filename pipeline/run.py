@@ -124,6 +124,7 @@ def run_curation(
     index: Optional[str] = None,
     warc_prefix: str = "",
     resume: bool = True,
+    one_process: bool = False,
 ) -> dict[str, Any]:
     """Curates ``inputs`` into ``output``; returns the manifest it wrote.
 
@@ -135,6 +136,9 @@ def run_curation(
     The run goes in phases (``pipeline.build``), each finished phase recorded in
     staging; with ``resume`` (the default) a rerun of the same config on the same
     input files skips the phases an earlier, killed or interrupted run finished.
+    On a runner that runs pipelines in this process, the first of several phases
+    runs in a child process of its own (``pipeline.phase_process``) unless
+    ``one_process``.
 
     Raises InputError before anything runs if an input is missing, OutputBusy if
     another run holds the output directory, Interrupted on Ctrl-C, and RunError if
@@ -184,7 +188,8 @@ def run_curation(
         try:
             # The monitor must be listening before the workers start: DirectRunner's run() blocks.
             with interrupts.noted(), ProgressMonitor(n_bytes, run_id) if progress else contextlib.nullcontext() as monitor:
-                counters, report = run_phases(phases, root, options, patterns, config, reader, monitor)
+                counters, report = run_phases(phases, root, options, patterns, config, reader, monitor,
+                                              first_phase_apart=not one_process)
         except (KeyboardInterrupt, Exception) as exc:
             # Beam re-raises a KeyboardInterrupt that reaches a DoFn as RuntimeError("KeyboardInterrupt
             # [while running ...]"): that is Ctrl-C too. Any other failure goes on up.

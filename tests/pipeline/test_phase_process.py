@@ -4,6 +4,7 @@ logging, environment, Ctrl-C and death behave as if it ran in the launcher."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -16,6 +17,7 @@ import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from mmcurate.pipeline import phase_process
+from mmcurate.pipeline.cli import main
 from mmcurate.pipeline.config import load_config
 from mmcurate.pipeline.phases import RunError
 from mmcurate.pipeline.run import run_curation
@@ -35,14 +37,27 @@ def test_a_run_of_several_phases_runs_its_first_in_another_process(demo_run):
     assert first["pid"] != second["pid"]
 
 
-def test_a_run_of_one_phase_starts_no_process(small_warc, tmp_path, monkeypatch):
+def _forbid_children(monkeypatch) -> None:
     def forbidden(*args, **kwargs):
-        raise AssertionError("a run of one phase started a process for it")
+        raise AssertionError("a process was started for a phase")
 
     monkeypatch.setattr(phase_process, "call_in_child", forbidden)
+
+
+def test_a_run_of_one_phase_starts_no_process(small_warc, tmp_path, monkeypatch):
+    _forbid_children(monkeypatch)
     config = load_config(overrides=[f"run.stages={SMALL_STAGES}"])
     manifest = run_curation([str(small_warc)], str(tmp_path / "out"), config, preset_args("direct"))
     assert [(p["phase"], p["pid"]) for p in manifest["phases"]] == [("0-read", os.getpid())]
+
+
+def test_one_process_runs_every_phase_here(small_warc, tmp_path, monkeypatch):
+    _forbid_children(monkeypatch)
+    out = tmp_path / "out"
+    args = ["run", str(small_warc), "-o", str(out), "--stages", "heuristics,dedup", "--runner-preset", "direct"]
+    assert main([*args, "--quiet", "--one-process"]) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert [(p["phase"], p["pid"]) for p in manifest["phases"]] == [("0-read", os.getpid()), ("1-dedup", os.getpid())]
 
 
 @pytest.mark.parametrize(
