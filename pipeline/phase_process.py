@@ -46,7 +46,7 @@ from typing import Any, Callable
 
 # Nothing here imports Beam at import time: the child imports this module before its
 # logging is forwarded, and Beam logs as it is imported.
-from mmcurate.pipeline import interrupts
+from mmcurate.pipeline import interrupts, start_up_gc
 
 START_METHOD = "spawn"
 # Names Beam's create_runner accepts for the runners that execute in the calling
@@ -244,8 +244,11 @@ def _child(payload: bytes, results: Connection, control: Connection, levels: dic
     _set_logging(sender, levels)
     threading.Thread(target=_watch, args=(control, stop), name="mmcurate-launcher-watch", daemon=True).start()
     try:
-        with interrupts.noted():  # as in the launcher: an interrupt lost in a __del__ comes again
+        # As in the launcher: an interrupt lost in a __del__ comes again, and the
+        # collector skips what the start-up (the imports the unpickling makes) leaves.
+        with interrupts.noted(), start_up_gc.paused() as settle:
             function, args = pickle.loads(payload)
+            settle()
             outcome = ("done", function(*args), "")
     except BaseException as exc:  # after Ctrl-C too: the launcher, stopping this process, ignores it
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the call is over: a late interrupt changes nothing
