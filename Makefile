@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	# pip byte-compiles what it installs, but not an editable install's own sources:
 	# where PYTHONDONTWRITEBYTECODE is set (as container images often do), every run
 	# would compile mmcurate's ~110 modules again (~0.3 CPU s of each run's start-up).
-	$(BIN)/python -m compileall -q pipeline stages filters schemas runners
+	$(BIN)/python -c "import compileall, tomllib; dirs = tomllib.load(open('pyproject.toml', 'rb'))['tool']['setuptools']['package-dir'].values(); raise SystemExit(not all([compileall.compile_dir(d, quiet=1) for d in sorted(set(dirs))]))"
 	touch $(STAMP)
 
 install: $(STAMP)

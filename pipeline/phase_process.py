@@ -6,37 +6,53 @@ for the rest of the run: heliport, the heuristics stage's language identifier, h
 about 830 MB in its Rust library for the life of the process (deleting the
 identifier frees none of it), and the later phases, which grow with the corpus,
 would run on top of it. ``call_in_child`` runs one function, the first phase, in a
-fresh interpreter started with multiprocessing's "spawn" method and returns what it
-returned; the later phases run in the launching process, which never loads heliport.
+fresh interpreter and returns what it returned; the later phases run in the
+launching process, which never loads heliport.
+
+The child is ``python -c`` importing this module (``subprocess``, two pipes passed
+by descriptor), not multiprocessing's "spawn": spawn runs the launching script's top
+level again in the child, so a script calling ``run_curation`` without an ``if
+__name__ == "__main__":`` guard would start its own run there (or repeat whatever
+else it does first); here the child imports only the launcher's ``sys.path`` and the
+modules the pickled call names. A call that names something of the launching
+script (``__main__``) cannot be run there: ``portable`` says so, and the caller runs
+it in this process instead. POSIX only (descriptors passed to a child): elsewhere
+``SUPPORTED`` is false.
 
 What the user sees is the same as when the phase ran in the launching process:
 
 - The child's log records are sent to the launcher and handled there by the logger
   of their name (its handlers, filters and format); the child's loggers have the
   launcher's levels. Anything written straight to stderr goes to the same stderr.
-- Its result comes back pickled; an exception it raised is raised here, the same
+- Its result comes back pickled (the call and its arguments go there pickled too); an exception it raised is raised here, the same
   class with the same message (one that cannot be pickled becomes a RuntimeError
   naming its class), with the child's traceback as its cause.
 - Ctrl-C: the child ignores SIGINT itself (it reaches the whole process group); when
   the launcher is interrupted it tells the child, which gets SIGINT in its main
   thread, ends its pipeline as the launcher would have, and exits; the launcher
   waits for that (so staging is left as the interrupted phase leaves it) and raises
-  KeyboardInterrupt. A second Ctrl-C while it waits kills the child.
+  KeyboardInterrupt. A second Ctrl-C while it waits kills the child. An interrupt
+  that comes while the child's main thread is sending a message is held until the
+  message is whole, and none is taken once the call has returned.
 - Kill safety: the child watches the pipe the launcher sends on; when the launcher
-  dies (SIGKILL included) the pipe ends and the child exits at once, so a rerun
-  never races an orphan still writing staging.
+  dies (SIGKILL included) the pipe ends and the child exits as soon as that thread
+  runs (within a second or so: it waits for the interpreter's lock while the main
+  thread is in one long C call), so a rerun does not race an orphan still writing
+  staging. A terminal's Ctrl-C or a ``kill`` of the process group reaches both.
 - The live progress line's side channel is named in the environment
   (``pipeline/progress.py``), which the child inherits.
 """
 
 from __future__ import annotations
 
+import io
 import logging
 import logging.handlers
-import multiprocessing
 import os
 import pickle
+import pickletools
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -48,7 +64,10 @@ from typing import Any, Callable
 # logging is forwarded, and Beam logs as it is imported.
 from mmcurate.pipeline import interrupts, start_up_gc
 
-START_METHOD = "spawn"
+# Descriptors passed to a child process (subprocess's pass_fds) exist on POSIX only.
+SUPPORTED = os.name == "posix"
+# What the child runs: this module's _child_main, the pipes' descriptors as arguments.
+_CHILD_CODE = "from mmcurate.pipeline.phase_process import _child_main; _child_main()"
 # Names Beam's create_runner accepts for the runners that execute in the calling
 # process (lower case, with or without "runner").
 _IN_PROCESS_RUNNERS = {"direct", "directrunner", "bundlebaseddirectrunner", "switchingdirectrunner"}
@@ -90,33 +109,43 @@ def runs_in_this_process(options) -> bool:
     return options.view_as(DirectOptions).direct_running_mode != "multi_processing"
 
 
-def call_in_child(function: Callable[..., Any], *args: Any, name: str = "mmcurate-phase") -> Any:
+def payload(function: Callable[..., Any], *args: Any) -> bytes:
+    """``(function, args)`` pickled, as ``call_in_child`` sends them."""
+    return pickle.dumps((function, args), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def portable(pickled: bytes) -> bool:
+    """Whether a pickled call can be loaded in a fresh interpreter: it names nothing
+    of the launching script's own module (``__main__``), which the child does not run."""
+    names = [arg for op, arg, _ in pickletools.genops(io.BytesIO(pickled)) if isinstance(arg, str)]
+    return "__main__" not in names and not any(name.startswith("__main__ ") for name in names)
+
+
+def call_in_child(function: Callable[..., Any], *args: Any, pickled: bytes | None = None) -> Any:
     """``function(*args)``, run in a fresh child process; see the module docstring.
 
-    ``function`` and ``args`` must pickle (a module-level function). Raises what the
-    function raised, KeyboardInterrupt on Ctrl-C, ChildDied if the child ended
-    without a result.
+    ``function`` and ``args`` must pickle (a module-level function), naming nothing
+    of ``__main__`` (``portable``); ``pickled``: the two as ``payload`` gave them.
+    Raises what the function raised, KeyboardInterrupt on Ctrl-C, ChildDied if the
+    child ended without a result.
     """
-    context = multiprocessing.get_context(START_METHOD)
-    results, child_results = context.Pipe(duplex=False)
-    child_control, control = context.Pipe(duplex=False)
-    payload = pickle.dumps((function, args), protocol=pickle.HIGHEST_PROTOCOL)
-    process = context.Process(target=_child, args=(payload, child_results, child_control, _log_levels()), name=name)
-    with _sigint_ignored():  # inherited: the child starts deaf to Ctrl-C (see _child)
-        process.start()
+    pickled = payload(function, *args) if pickled is None else pickled
+    process, results, control = _start()
     try:
-        child_results.close()
-        child_control.close()
+        try:
+            control.send((list(sys.path), _log_levels(), pickled))
+        except OSError:
+            pass  # it died at once: _relay finds no result
         message = _relay(results)
     except BaseException:  # Ctrl-C here, or anything else: the child stops first
         _stop(process, results, control)
         raise
     finally:
         results.close()
-    process.join()
+    process.wait()
     control.close()
     if message is None:
-        raise ChildDied(process.exitcode)
+        raise ChildDied(process.returncode)
     kind, value, text = message
     if kind == "error":
         raise value from ChildTraceback(text)
@@ -124,6 +153,26 @@ def call_in_child(function: Callable[..., Any], *args: Any, name: str = "mmcurat
 
 
 # -- the launcher's side --------------------------------------------------------------
+
+
+def _start() -> tuple[subprocess.Popen, Connection, Connection]:
+    """The child process, and this side's ends of its results and control pipes."""
+    results_read, results_write = os.pipe()
+    control_read, control_write = os.pipe()
+    try:
+        with _sigint_ignored():  # inherited: the child starts deaf to Ctrl-C (see _child)
+            process = subprocess.Popen(
+                [sys.executable, "-c", _CHILD_CODE, str(results_write), str(control_read)],
+                pass_fds=(results_write, control_read),
+            )
+    except BaseException:
+        for fd in (results_read, control_write):
+            os.close(fd)
+        raise
+    finally:
+        for fd in (results_write, control_read):
+            os.close(fd)  # the child's ends: the child holds its own copies
+    return process, Connection(results_read, writable=False), Connection(control_write, readable=False)
 
 
 def _log_levels() -> dict[str, Any]:
@@ -135,15 +184,18 @@ def _log_levels() -> dict[str, Any]:
 
 
 class _sigint_ignored:
-    """SIGINT ignored while a child is started (only the main thread may change it)."""
+    """SIGINT ignored while a child is started (only the main thread may change it).
+    A handler installed outside Python (``signal.signal`` returns None for it) cannot
+    be put back: it is left alone, and the child starts with it."""
 
     def __enter__(self) -> None:
-        self.previous = None
-        if threading.current_thread() is threading.main_thread():
+        self.changed = False
+        if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is not None:
             self.previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+            self.changed = True
 
     def __exit__(self, *exc: object) -> None:
-        if self.previous is not None:
+        if self.changed:
             signal.signal(signal.SIGINT, self.previous)
 
 
@@ -173,7 +225,7 @@ def _stop(process, results: Connection, control: Connection) -> None:
         pass  # it has exited already
     deadline = time.monotonic() + INTERRUPT_GRACE_SECONDS
     try:
-        while process.is_alive() and time.monotonic() < deadline:
+        while process.poll() is None and time.monotonic() < deadline:
             if results.poll(0.1):
                 try:
                     message = results.recv()
@@ -184,9 +236,9 @@ def _stop(process, results: Connection, control: Connection) -> None:
     except KeyboardInterrupt:
         pass  # pressed again: no more waiting
     finally:
-        if process.is_alive():
+        if process.poll() is None:
             process.kill()
-        process.join()
+        process.wait()
         control.close()
 
 
@@ -194,15 +246,27 @@ def _stop(process, results: Connection, control: Connection) -> None:
 
 
 class _Sender:
-    """The child's end of the results pipe, shared by its threads."""
+    """The child's end of the results pipe, shared by its threads. While the main
+    thread sends, an interrupt (``on_sigint``) is held (``held``) and raised once the
+    message is whole: a message cut short would leave the launcher a broken pipe."""
 
     def __init__(self, conn: Connection):
         self.conn = conn
         self.lock = threading.Lock()
+        self.main_sending = False
+        self.held = False
 
     def put_nowait(self, message: tuple) -> None:  # the queue interface QueueHandler calls
+        main = threading.current_thread() is threading.main_thread()
         with self.lock:
-            self.conn.send(message)
+            self.main_sending = main
+            try:
+                self.conn.send(message)
+            finally:
+                self.main_sending = False
+        if main and self.held:
+            self.held = False
+            raise KeyboardInterrupt
 
 
 class _ForwardHandler(logging.handlers.QueueHandler):
@@ -230,29 +294,45 @@ def _set_logging(sender: _Sender, levels: dict[str, Any]) -> None:
     logging.disable(levels["disable"])
 
 
-def _child(payload: bytes, results: Connection, control: Connection, levels: dict[str, Any]) -> None:
-    """The child process: runs the pickled call, sends its outcome and exits."""
+def _child_main() -> None:
+    """The child process (``_CHILD_CODE``): its pipes from its arguments, then the
+    launcher's ``sys.path``, logging levels and pickled call from the control pipe."""
+    results = Connection(int(sys.argv[1]), readable=False)
+    control = Connection(int(sys.argv[2]), writable=False)
+    try:
+        path, levels, pickled = control.recv()
+    except (EOFError, OSError):
+        os._exit(1)  # the launcher is gone already
+    sys.path[:] = path
+    _child(pickled, results, control, levels)
+
+
+def _child(pickled: bytes, results: Connection, control: Connection, levels: dict[str, Any]) -> None:
+    """Runs the pickled call, sends its outcome and exits."""
     stop = threading.Event()
+    sender = _Sender(results)
 
     def on_sigint(signum, frame) -> None:
         # Ctrl-C reaches the whole process group; the launcher decides (see _watch).
         if stop.is_set():
-            raise KeyboardInterrupt
+            if sender.main_sending:
+                sender.held = True
+            else:
+                raise KeyboardInterrupt
 
     signal.signal(signal.SIGINT, on_sigint)
-    sender = _Sender(results)
     _set_logging(sender, levels)
     threading.Thread(target=_watch, args=(control, stop), name="mmcurate-launcher-watch", daemon=True).start()
     try:
         # As in the launcher: an interrupt lost in a __del__ comes again, and the
         # collector skips what the start-up (the imports the unpickling makes) leaves.
         with interrupts.noted(), start_up_gc.paused() as settle:
-            function, args = pickle.loads(payload)
+            function, args = pickle.loads(pickled)
             settle()
             outcome = ("done", function(*args), "")
     except BaseException as exc:  # after Ctrl-C too: the launcher, stopping this process, ignores it
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the call is over: a late interrupt changes nothing
         outcome = ("error", _portable(exc), traceback.format_exc())
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the call is over: a late interrupt changes nothing
     try:
         sender.put_nowait(outcome)
     finally:

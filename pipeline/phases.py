@@ -178,10 +178,11 @@ def run_phases(
             done_ranges = {rid: int(marker.get("pages", 0)) for rid, marker in finished.items()}
             job = (phases, phase, root, options, patterns, config, reader, done_ranges)
             apart = first_phase_apart and phase.index == 0 and not phase.final
-            if apart and phase_process.runs_in_this_process(options):
+            pickled = _pickled_apart(job) if apart and phase_process.runs_in_this_process(options) else None
+            if pickled is not None:
                 # What the first phase loads (heliport's 830 MB) would stay under the later phases.
                 try:
-                    counters, pid = phase_process.call_in_child(_run_phase_in_child, *job)
+                    counters, pid = phase_process.call_in_child(_run_phase_in_child, pickled=pickled)
                 except phase_process.ChildDied as exc:
                     raise RunError(f"phase {phase.dirname}: {exc}; nothing was published (staging kept at {root})") from None
             else:
@@ -225,6 +226,24 @@ def _run_phase(phases, phase, root, options, patterns, config, reader, done_rang
     if in_parts:
         _assemble(phase_dir(root, phase), options, config)
     return query_counters(result), os.getpid()
+
+
+def _pickled_apart(job: tuple) -> Optional[bytes]:
+    """The first phase's call pickled for a child process (``phase_process``), or None
+    where it runs in this process: off POSIX, or when something it is given does not
+    pickle or is defined in the launching script (``__main__``: a reader of your own,
+    say), which the child does not run."""
+    if not phase_process.SUPPORTED:
+        return None
+    try:
+        pickled = phase_process.payload(_run_phase_in_child, *job)
+    except Exception:  # pickle raises several kinds (PicklingError, TypeError, AttributeError)
+        log.info("the first phase runs in this process: what it is given does not pickle", exc_info=True)
+        return None
+    if not phase_process.portable(pickled):
+        log.info("the first phase runs in this process: it uses something defined in __main__")
+        return None
+    return pickled
 
 
 def _run_phase_in_child(*job) -> tuple[Optional[dict], int]:

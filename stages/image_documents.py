@@ -74,12 +74,15 @@ class Link(NamedTuple):
     @staticmethod
     def wire_in(wire: tuple, cluster: Optional[Cluster]) -> tuple:
         """A link's wire tuple with its image's cluster set."""
-        return (*wire[:6], None if cluster is None else (cluster.rep, cluster.doc_frequency))
+        return (*wire[:_CLUSTER], None if cluster is None else (cluster.rep, cluster.doc_frequency))
 
     @classmethod
     def from_wire(cls, wire: tuple) -> "Link":
-        cluster = wire[6]
-        return cls(*wire[:6], None if cluster is None else Cluster(*cluster))
+        cluster = wire[_CLUSTER]
+        return cls(*wire[:_CLUSTER], None if cluster is None else Cluster(*cluster))
+
+
+_CLUSTER = Link._fields.index("cluster")  # the last field: the wire tuple holds it as (rep, doc_frequency)
 
 
 # Output tag of ApplyImagesFn: (URL, (value, threshold, detail)) of an image repeated
@@ -142,7 +145,7 @@ class ApplyImagesFn(beam.DoFn):
     def process(self, element: tuple[str, dict]) -> Iterable:
         key, joined = element
         if not self._staged:
-            links = {wire[0]: Link.from_wire(wire) for wire in joined["links"]}
+            links = {link.url: link for link in map(Link.from_wire, joined["links"])}
             for doc in joined["doc"]:
                 yield from self._timed(doc, key, links, None)
             return
@@ -150,7 +153,8 @@ class ApplyImagesFn(beam.DoFn):
         sets: dict[str, tuple] = {}
         for doc_key, (kind, value) in joined["verdicts"]:
             if kind == _LINK:
-                links_by_key.setdefault(doc_key, {})[value[0]] = Link.from_wire(value)
+                link = Link.from_wire(value)
+                links_by_key.setdefault(doc_key, {})[link.url] = link
             else:
                 sets[doc_key] = value
         for doc in read_unit(key):
@@ -348,7 +352,10 @@ def _duplicate_rows(element: tuple[str, dict]) -> Iterable[Decision]:
     requests = list(joined["duplicate"])
     if not requests:
         return
-    result = next(iter(joined["result"]))
+    results = list(joined["result"])
+    if not results:  # cannot happen: a request comes from a link made from the URL's result
+        raise ValueError(f"no result for the repeated image {element[0]}")
+    result = results[0]
     for value, threshold, detail in requests:
         yield image_decision(result, reasons.IMAGE_DUPLICATE_IN_DOCUMENT, value, threshold, detail=detail)
 

@@ -37,6 +37,41 @@ def test_a_run_of_several_phases_runs_its_first_in_another_process(demo_run):
     assert first["pid"] != second["pid"]
 
 
+SCRIPT = """
+import json, os, sys
+from mmcurate.pipeline.config import load_config
+from mmcurate.pipeline.run import run_curation
+from mmcurate.runners.presets import preset_args
+
+with open(sys.argv[1], "a") as log:  # the script's top level, with no __main__ guard
+    log.write("top level ran\\n")
+manifest = run_curation([sys.argv[2]], sys.argv[3], load_config(overrides=["run.stages=heuristics,dedup"]), preset_args("direct"))
+print(json.dumps([os.getpid(), [phase["pid"] for phase in manifest["phases"]]]))
+"""
+
+
+def test_a_script_without_a_main_guard_runs_once_with_its_first_phase_apart(small_warc, tmp_path):
+    script, log = tmp_path / "curate.py", tmp_path / "top-level.log"
+    script.write_text(SCRIPT)
+    done = subprocess.run([sys.executable, str(script), str(log), str(small_warc), str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    launcher, (first, second) = json.loads(done.stdout.strip().splitlines()[-1])
+    assert second == launcher and first != launcher  # the first phase in a child, the second here
+    assert log.read_text() == "top level ran\n"  # the child did not run the script again
+
+
+class DefinedInMain:
+    pass
+
+
+def test_a_call_that_names_the_launching_script_is_not_sent_to_a_child(monkeypatch):
+    assert phase_process.portable(phase_process.payload(phase_children.logs_and_returns, {"a": 1}))
+    monkeypatch.setattr(DefinedInMain, "__module__", "__main__")
+    monkeypatch.setattr(sys.modules["__main__"], "DefinedInMain", DefinedInMain, raising=False)
+    assert not phase_process.portable(phase_process.payload(phase_children.logs_and_returns, DefinedInMain()))
+
+
 def _forbid_children(monkeypatch) -> None:
     def forbidden(*args, **kwargs):
         raise AssertionError("a process was started for a phase")
