@@ -64,8 +64,9 @@ from typing import Any, Callable
 # logging is forwarded, and Beam logs as it is imported.
 from mmcurate.pipeline import interrupts, start_up_gc
 
-# Descriptors passed to a child process (subprocess's pass_fds) exist on POSIX only.
-SUPPORTED = os.name == "posix"
+# Descriptors passed to a child process (subprocess's pass_fds) exist on POSIX only,
+# and an embedded interpreter may have no executable to start.
+SUPPORTED = os.name == "posix" and bool(sys.executable)
 # What the child runs: this module's _child_main, the pipes' descriptors as arguments.
 _CHILD_CODE = "from mmcurate.pipeline.phase_process import _child_main; _child_main()"
 # Names Beam's create_runner accepts for the runners that execute in the calling
@@ -162,7 +163,9 @@ def _start() -> tuple[subprocess.Popen, Connection, Connection]:
     try:
         with _sigint_ignored():  # inherited: the child starts deaf to Ctrl-C (see _child)
             process = subprocess.Popen(
-                [sys.executable, "-c", _CHILD_CODE, str(results_write), str(control_read)],
+                # The launcher's interpreter options too (-O, -W, -X ...), as multiprocessing passes them.
+                [sys.executable, *subprocess._args_from_interpreter_flags(), "-c", _CHILD_CODE,
+                 str(results_write), str(control_read)],
                 pass_fds=(results_write, control_read),
             )
     except BaseException:
@@ -301,8 +304,8 @@ def _child_main() -> None:
     control = Connection(int(sys.argv[2]), writable=False)
     try:
         path, levels, pickled = control.recv()
-    except (EOFError, OSError):
-        os._exit(1)  # the launcher is gone already
+    except Exception:  # the launcher is gone, or was interrupted while it sent: it waits for no result
+        os._exit(1)
     sys.path[:] = path
     _child(pickled, results, control, levels)
 
