@@ -111,7 +111,7 @@ def runs_in_this_process(options) -> bool:
 
 
 def payload(function: Callable[..., Any], *args: Any) -> bytes:
-    """``(function, args)`` pickled, as ``call_in_child`` sends them."""
+    """``(function, args)`` pickled, as ``call_pickled`` takes them."""
     return pickle.dumps((function, args), protocol=pickle.HIGHEST_PROTOCOL)
 
 
@@ -122,15 +122,18 @@ def portable(pickled: bytes) -> bool:
     return "__main__" not in names and not any(name.startswith("__main__ ") for name in names)
 
 
-def call_in_child(function: Callable[..., Any], *args: Any, pickled: bytes | None = None) -> Any:
-    """``function(*args)``, run in a fresh child process; see the module docstring.
+def call_in_child(function: Callable[..., Any], *args: Any) -> Any:
+    """``function(*args)``, run in a fresh child process: ``call_pickled`` of their
+    ``payload``."""
+    return call_pickled(payload(function, *args))
 
-    ``function`` and ``args`` must pickle (a module-level function), naming nothing
-    of ``__main__`` (``portable``); ``pickled``: the two as ``payload`` gave them.
-    Raises what the function raised, KeyboardInterrupt on Ctrl-C, ChildDied if the
-    child ended without a result.
+
+def call_pickled(pickled: bytes) -> Any:
+    """The call ``pickled`` (``payload``: a module-level function and its arguments,
+    naming nothing of ``__main__``: ``portable``), run in a fresh child process; see
+    the module docstring. Raises what the function raised, KeyboardInterrupt on
+    Ctrl-C, ChildDied if the child ended without a result.
     """
-    pickled = payload(function, *args) if pickled is None else pickled
     process, results, control = _start()
     try:
         try:
@@ -259,12 +262,16 @@ class _Sender:
         self.main_sending = False
         self.held = False
 
-    def put_nowait(self, message: tuple) -> None:  # the queue interface QueueHandler calls
+    def put_nowait(self, message: tuple) -> None:
+        self.send(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
+
+    def send(self, data: bytes) -> None:
+        """A message already pickled (what the launcher's ``recv`` unpickles)."""
         main = threading.current_thread() is threading.main_thread()
         with self.lock:
             self.main_sending = main
             try:
-                self.conn.send(message)
+                self.conn.send_bytes(data)
             finally:
                 self.main_sending = False
         if main and self.held:
@@ -277,13 +284,14 @@ class _ForwardHandler(logging.handlers.QueueHandler):
 
     def enqueue(self, record: logging.LogRecord) -> None:
         try:
-            pickle.dumps(record)
+            data = pickle.dumps(("log", record), protocol=pickle.HIGHEST_PROTOCOL)
         except Exception:  # an unpicklable attribute added by ``extra``: the essentials only
             record = logging.makeLogRecord({k: getattr(record, k) for k in (
                 "name", "levelno", "levelname", "msg", "created", "msecs", "relativeCreated",
                 "pathname", "filename", "module", "lineno", "funcName", "thread", "threadName",
                 "process", "processName")})
-        self.queue.put_nowait(("log", record))
+            data = pickle.dumps(("log", record), protocol=pickle.HIGHEST_PROTOCOL)
+        self.queue.send(data)
 
 
 def _set_logging(sender: _Sender, levels: dict[str, Any]) -> None:
@@ -334,7 +342,7 @@ def _child(pickled: bytes, results: Connection, control: Connection, levels: dic
             settle()
             outcome = ("done", function(*args), "")
     except BaseException as exc:  # after Ctrl-C too: the launcher, stopping this process, ignores it
-        outcome = ("error", _portable(exc), traceback.format_exc())
+        outcome = ("error", _picklable(exc), traceback.format_exc())
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the call is over: a late interrupt changes nothing
     try:
         sender.put_nowait(outcome)
@@ -358,7 +366,7 @@ def _watch(control: Connection, stop: threading.Event) -> None:
             signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
 
 
-def _portable(exc: BaseException) -> BaseException:
+def _picklable(exc: BaseException) -> BaseException:
     """``exc`` if it survives pickling, else a RuntimeError with its class and message."""
     try:
         pickle.loads(pickle.dumps(exc))

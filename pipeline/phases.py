@@ -182,7 +182,7 @@ def run_phases(
             if pickled is not None:
                 # What the first phase loads (heliport's 830 MB) would stay under the later phases.
                 try:
-                    counters, pid = phase_process.call_in_child(_run_phase_in_child, pickled=pickled)
+                    counters, pid = phase_process.call_pickled(pickled)
                 except phase_process.ChildDied as exc:
                     raise RunError(f"phase {phase.dirname}: {exc}; nothing was published (staging kept at {root})") from None
             else:
