@@ -35,6 +35,12 @@ with the pins below; its versions and settings are printed.
     .venv/bin/python benchmarks/bench_vs_datatrove.py                 # 1000 pages, 5000 docs
     .venv/bin/python benchmarks/bench_vs_datatrove.py --pages 3000 --docs 20000
     .venv/bin/python benchmarks/bench_vs_datatrove.py --skip-text --skip-minhash   # F1 only
+    .venv/bin/python benchmarks/bench_vs_datatrove.py --skip-minhash --mode balanced --pages 5000 --rounds 3
+
+The host's speed moves between runs on a shared machine (by a fifth within half an
+hour here), and each tool's run of 5,000 pages takes minutes; ``--rounds`` runs the
+generated WARC several times with the tools' order alternating and prints each
+round's ratio and their median.
 """
 
 from __future__ import annotations
@@ -44,8 +50,10 @@ import json
 import os
 import random
 import shutil
+import statistics
 import sys
 from pathlib import Path
+from typing import Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
@@ -201,7 +209,28 @@ def run_mmcurate_text(inputs: list[Path], out: Path, mode: str):
                "pages": manifest["totals"]["pages"]}
 
 
-def text_path(python: str, n_pages: int, mode: str) -> list[list[object]]:
+def _text_runs(python: str, work: Path, folder: Path, mode: str, order: Sequence[str], name: str) -> dict[str, tuple]:
+    """Each tool once on ``folder``, in the given order, into logs and output folders
+    of their own (datatrove skips the tasks its logging folder records as done):
+    {tool: (Measured, counts)}."""
+    script = work / "datatrove_text.py"
+    script.write_text(DATATROVE_TEXT)
+    runs = {}
+    for tool in order:
+        if tool == "datatrove":
+            dt = measure([python, str(script), str(folder), str(work / f"logs-{name}")])
+            runs[tool] = (dt, json.loads(dt.stdout.strip().splitlines()[-1]))
+        else:
+            runs[tool] = run_mmcurate_text(sorted(folder.glob("*.warc*")), work / f"out-{name}", mode)
+    return runs
+
+
+def text_path(python: str, n_pages: int, mode: str, rounds: int = 1) -> list[list[object]]:
+    """The text path on the fixtures, one page and the generated WARC. With ``rounds``
+    above 1 the generated WARC is run that many times, the tools' order alternating
+    (datatrove first, then mmcurate first, ...), so that a change of the host's speed
+    during the benchmark falls on both tools; each round's ratio and their median are
+    printed."""
     work = BENCH_DIR / "text"
     shutil.rmtree(work, ignore_errors=True)
     fixtures = work / "fixtures"
@@ -217,12 +246,14 @@ def text_path(python: str, n_pages: int, mode: str) -> list[list[object]]:
     print(f"generated {generated / 'repeated.warc.gz'}: {n_pages} pages, {html_bytes / 1e6:.1f} MB of HTML", flush=True)
     rows = []
     cpu: dict[tuple[str, str], float] = {}
-    for label, folder in (("fixture WARCs", fixtures), ("one page", one_page), (f"generated ({n_pages} pages)", generated)):
-        script = work / "datatrove_text.py"
-        script.write_text(DATATROVE_TEXT)
-        dt = measure([python, str(script), str(folder), str(work / f"logs-{folder.name}")])
-        dt_counts = json.loads(dt.stdout.strip().splitlines()[-1])
-        mm, mm_counts = run_mmcurate_text(sorted(folder.glob("*.warc*")), work / f"out-{folder.name}", mode)
+    big = f"generated ({n_pages} pages)"
+    runs = [("fixture WARCs", fixtures, 0), ("one page", one_page, 0)]
+    runs += [(big if rounds == 1 else f"{big}, round {r + 1}", generated, r) for r in range(rounds)]
+    ratios = []
+    for label, folder, r in runs:
+        order = ("datatrove", "mmcurate") if r % 2 == 0 else ("mmcurate", "datatrove")
+        results = _text_runs(python, work, folder, mode, order, folder.name if rounds == 1 else f"{folder.name}-{r + 1}")
+        (dt, dt_counts), (mm, mm_counts) = results["datatrove"], results["mmcurate"]
         for tool, m, c in (("datatrove", dt, dt_counts), ("mmcurate", mm, mm_counts)):
             cpu[label, tool] = m.cpu
             pages = c.get("read", 0)
@@ -231,15 +262,22 @@ def text_path(python: str, n_pages: int, mode: str) -> list[list[object]]:
         ratio = (mm_counts["read"] / mm.wall) / (dt_counts.get("read", 0) / dt.wall) if dt_counts.get("read") else float("nan")
         cpu_ratio = (mm.cpu / max(1, mm_counts["read"])) / (dt.cpu / max(1, dt_counts.get("read", 1)))
         rows.append([label, "mmcurate / datatrove", "", "", "", mm.wall / dt.wall, ratio, cpu_ratio, mm.rss_mib / dt.rss_mib])
+        if folder == generated:
+            ratios.append(1 / cpu_ratio)
+            cpu.setdefault((big, "datatrove"), dt.cpu)
+            cpu.setdefault((big, "mmcurate"), mm.cpu)
         print(f"{label}: pages per CPU-second, mmcurate / datatrove = {1 / cpu_ratio:.2f} "
               f"({mm_counts['read'] / mm.cpu:.1f} against {dt_counts.get('read', 0) / dt.cpu:.1f}; "
-              f"load average {', '.join(f'{x:.1f}' for x in os.getloadavg())})", flush=True)
+              f"{' then '.join(order)}; load average {', '.join(f'{x:.1f}' for x in os.getloadavg())})", flush=True)
+    if rounds > 1:
+        print(f"{big}, {rounds} rounds: pages per CPU-second, mmcurate / datatrove = "
+              f"{', '.join(f'{x:.2f}' for x in ratios)}; median {statistics.median(ratios):.2f}", flush=True)
     # Start-up (the one-page run) against the cost of each further page: the ratio
     # above depends on the input's size as long as start-up is a large part of it.
-    big = f"generated ({n_pages} pages)"
     per_page = {tool: (cpu[big, tool] - cpu["one page", tool]) / max(1, n_pages - 1) for tool in ("datatrove", "mmcurate")}
     print(f"start-up CPU s (one page): datatrove {cpu['one page', 'datatrove']:.2f}, mmcurate {cpu['one page', 'mmcurate']:.2f}; "
-          f"CPU ms per further page: datatrove {1000 * per_page['datatrove']:.1f}, mmcurate {1000 * per_page['mmcurate']:.1f} "
+          f"CPU ms per further page{' (first round)' if rounds > 1 else ''}: datatrove {1000 * per_page['datatrove']:.1f}, "
+          f"mmcurate {1000 * per_page['mmcurate']:.1f} "
           f"(pages per CPU-second past start-up, mmcurate / datatrove = {per_page['datatrove'] / per_page['mmcurate']:.2f})", flush=True)
     return rows
 
@@ -332,6 +370,9 @@ def main() -> None:
     parser.add_argument("--labelled", type=int, default=5, help="labelled pages of each kind for extraction F1 (default 5)")
     parser.add_argument("--mode", default="precision", choices=("precision", "balanced", "recall"),
                         help="mmcurate's extract.mode on the text path (default precision, as datatrove's favour_precision)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="runs of the generated WARC per tool, the order of the tools alternating; prints each "
+                             "round's ratio and their median (default 1)")
     parser.add_argument("--skip-text", action="store_true")
     parser.add_argument("--skip-minhash", action="store_true")
     args = parser.parse_args()
@@ -350,7 +391,7 @@ def main() -> None:
         print(table(
             "\n1. text path: read -> extract -> Gopher + C4 + FineWeb rules (ratio row: wall, docs/s, CPU/1k, RSS as mmcurate / datatrove)",
             ["input", "tool", "pages", "extracted", "kept", "wall s", "docs/s", "CPU s/1k pages", "peak RSS MiB"],
-            text_path(python, args.pages, args.mode),
+            text_path(python, args.pages, args.mode, args.rounds),
         ))
         print()
     print(table(
