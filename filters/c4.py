@@ -18,7 +18,7 @@ page is not a page "without punctuation".
 from __future__ import annotations
 
 from mmcurate.filters import reasons
-from mmcurate.filters.text import TextView, count_sentences, count_words, ends_sentence, view_of
+from mmcurate.filters.text import TextView, count_sentences, count_words, view_of
 from mmcurate.filters.verdict import Verdict, keep, reject
 from mmcurate.schemas import Document
 
@@ -50,11 +50,11 @@ def rules(
     lowered = text.casefold()
     total = no_punct = javascript = policy = too_short = 0
     sentences = 0
-    for line in v.lines:
+    for line, ends in zip(v.lines, v.line_ends):
         words = count_words(line)
         low = line.casefold()
         total += words
-        unterminated = not ends_sentence(line)
+        unterminated = not ends
         short = words < min_words_per_line
         js = "javascript" in low
         pol = any(p in low for p in POLICY_PHRASES)

@@ -18,7 +18,7 @@ Terminal punctuation covers CJK, Arabic and Devanagari full stops; words are wor
 from __future__ import annotations
 
 from mmcurate.filters import reasons
-from mmcurate.filters.text import TextView, ends_sentence, view_of
+from mmcurate.filters.text import TextView, view_of
 from mmcurate.filters.verdict import Verdict, keep, reject
 from mmcurate.schemas import Document
 
@@ -42,7 +42,7 @@ def rules(
     text = v.text
     text_lines = v.lines
     n_lines = len(text_lines) or 1
-    punct = sum(1 for line in text_lines if ends_sentence(line)) / n_lines
+    punct = sum(v.line_ends) / n_lines
     short = sum(1 for line in text_lines if len(line) <= short_line_chars) / n_lines
     seen: set[str] = set()
     dup_chars = 0

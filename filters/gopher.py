@@ -35,7 +35,7 @@ import numpy as np
 
 from mmcurate.filters import reasons
 from mmcurate.filters.content import WORD_COUNT
-from mmcurate.filters.text import NgramHashes, TextView, has_letter, ngram_hashes, token_ids, view_of
+from mmcurate.filters.text import NgramHashes, TextView, count_with_letter, ngram_hashes, token_ids, view_of
 from mmcurate.filters.verdict import Verdict, keep, reject
 from mmcurate.schemas import Document
 
@@ -111,11 +111,11 @@ def quality(
     signals[SYMBOL_WORD_RATIO] = symbol_ratio = symbols / words if words else 0.0
     signals[BULLET_LINES_RATIO] = bullets = sum(1 for l in text_lines if l.startswith(_BULLETS)) / n_lines
     signals[ELLIPSIS_LINES_RATIO] = ellipsis = sum(1 for l in text_lines if l.endswith(_ELLIPSES)) / n_lines
-    alpha = sum(map(has_letter, toks)) / len(toks) if toks else 0.0
+    alpha = count_with_letter(toks) / len(toks) if toks else 0.0
     signals[ALPHABETIC_WORD_RATIO] = alpha
     language_stops = stop_words.get(doc.language)
     if language_stops is not None:
-        found = len(language_stops.intersection(u.casefold() for u in units))
+        found = len(language_stops.intersection(v.folded_words))
         signals[STOP_WORDS] = float(found)
 
     if words < min_words:

@@ -50,7 +50,7 @@ from typing import Any
 
 from mmcurate.filters import reasons
 from mmcurate.filters.language_codes import CANONICAL
-from mmcurate.filters.text import TextView, has_letter
+from mmcurate.filters.text import TextView
 from mmcurate.filters.verdict import Verdict, keep, reject
 from mmcurate.schemas import Document
 
@@ -160,6 +160,21 @@ def predict_language(model: Any, text: str, *, max_chars: int) -> LanguagePredic
     return LanguagePrediction(language, min(1.0, float(probs[0])) if len(probs) else 0.0)
 
 
+# A whitespace-delimited token of ASCII text without a letter (ASCII's letters are
+# exactly its ``str.isalpha`` characters, and re's white space is ``str.split``'s).
+_ASCII_NO_LETTER = re.compile(r"(?<!\S)[^\sA-Za-z]+(?!\S)")
+
+
+def _sample_line(line: str) -> str:
+    """``line`` without URLs, e-mail addresses and tokens without a letter, its
+    tokens joined by one space."""
+    if "@" in line or "http" in line or "www." in line:  # what every _URLISH match holds
+        line = _URLISH.sub(" ", line)
+    if line.isascii():
+        return " ".join(_ASCII_NO_LETTER.sub(" ", line).split())
+    return " ".join([token for token in line.split() if token.isalpha() or any(map(str.isalpha, token))])
+
+
 def clean_sample(text: str, *, max_chars: int, min_line_chars: int) -> str:
     """The text the identifier reads (module doc, "Sample")."""
     lines = [line.strip() for line in text.split("\n")]
@@ -168,7 +183,7 @@ def clean_sample(text: str, *, max_chars: int, min_line_chars: int) -> str:
     out: list[str] = []
     size = 0
     for line in chosen:
-        line = " ".join(filter(has_letter, _URLISH.sub(" ", line).split()))
+        line = _sample_line(line)
         if not line:
             continue
         out.append(line)
@@ -278,7 +293,8 @@ def annotate_language(
     identifier = model if hasattr(model, "identify") else Lid176Identifier(model)
     sample = clean_sample(view.text if view is not None else doc.text, max_chars=max_chars, min_line_chars=min_line_chars)
     prediction = identifier.identify(sample)
-    out = dataclasses.replace(doc, language=prediction.language, language_score=prediction.score)
-    if prediction.threshold is not None:
-        out = out.with_signals({LANGUAGE_THRESHOLD: prediction.threshold})
-    return out
+    if prediction.threshold is None:
+        return dataclasses.replace(doc, language=prediction.language, language_score=prediction.score)
+    signals = dict(doc.signals)  # one copy of the document, not two (``with_signals``)
+    signals[LANGUAGE_THRESHOLD] = prediction.threshold
+    return dataclasses.replace(doc, language=prediction.language, language_score=prediction.score, signals=signals)

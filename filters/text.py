@@ -25,8 +25,8 @@ from __future__ import annotations
 import re
 import threading
 import unicodedata
-from bisect import bisect_right
 from functools import cache, cached_property
+from itertools import filterfalse
 from typing import Callable
 
 import numpy as np
@@ -94,7 +94,8 @@ def unspaced_ratio(text: str) -> float:
     letters = sum(map(str.isalpha, text))
     if not letters:
         return 0.0
-    return min(1.0, len(_UNSPACED_CHAR.findall(text)) / letters)
+    # subn counts the matches findall would list, without making a string of each
+    return min(1.0, _UNSPACED_CHAR.subn("", text)[1] / letters)
 
 
 def fold_for_hash(text: str) -> str:
@@ -248,34 +249,41 @@ def _unspaced_words(text: str) -> list[tuple[int, int]]:
 
 def _spaced_outside(text: str, spaced: "regex.Pattern", words: list[tuple[int, int]]) -> list["regex.Match"]:
     """The ``spaced`` matches of ``text`` that do not start inside an unspaced word."""
-    matches = list(spaced.finditer(text))
-    if not matches:
-        return matches
-    starts = [s for s, _ in words]
     out = []
-    for m in matches:
-        i = bisect_right(starts, m.start()) - 1
-        if i < 0 or m.start() >= words[i][1]:
+    i, n = 0, len(words)
+    end = -1  # end of the last word that starts at or before the match (see _merge_unspaced)
+    for m in spaced.finditer(text):
+        start = m.start()
+        while i < n and words[i][0] <= start:
+            end = words[i][1]
+            i += 1
+        if start >= end:
             out.append(m)
     return out
 
 
 def _merge_unspaced(text: str, spaced: "regex.Pattern", words: list[tuple[int, int]] | None = None) -> list[str]:
     """The unspaced-script words of ``text`` (``words``: their spans, when the caller
-    has them) and the ``spaced`` matches outside them, in reading order."""
+    has them) and the ``spaced`` matches outside them, in reading order, in one pass
+    over both: the words are sorted and disjoint, so the word a match could start in
+    is the last one that starts at or before it. (A word starts with an
+    unspaced-script character, a match never does; were they to start at one place,
+    the match would be inside the word and left out.)"""
     if words is None:
         words = _unspaced_words(text)
-    extra = _spaced_outside(text, spaced, words)
-    if not extra:
-        return [text[s:e] for s, e in words]
     out: list[str] = []
-    i = 0
-    for m in extra:
-        while i < len(words) and words[i][0] < m.start():
-            out.append(text[words[i][0] : words[i][1]])
+    append = out.append
+    i, n = 0, len(words)
+    end = -1
+    for m in spaced.finditer(text):
+        start = m.start()
+        while i < n and words[i][0] <= start:
+            s, end = words[i]
+            append(text[s:end])
             i += 1
-        out.append(m.group())
-    out.extend(text[s:e] for s, e in words[i:])
+        if start >= end:
+            append(m.group())
+    out.extend([text[s:e] for s, e in words[i:]])
     return out
 
 
@@ -312,6 +320,13 @@ def has_letter(token: str) -> bool:
     """Whether ``token`` holds an alphabetic character (``str.isalpha``); a word
     that is letters only answers in one call."""
     return token.isalpha() or any(map(str.isalpha, token))
+
+
+def count_with_letter(tokens: list[str]) -> int:
+    """``sum(map(has_letter, tokens))``: the tokens that are letters only are passed
+    over in C (``filterfalse``), and only the others are looked into."""
+    others = list(filterfalse(str.isalpha, tokens))
+    return len(tokens) - len(others) + sum(1 for token in others if any(map(str.isalpha, token)))
 
 
 def lines(text: str) -> list[str]:
@@ -415,6 +430,11 @@ class TextView:
         return lines(self.text)
 
     @cached_property
+    def line_ends(self) -> list[bool]:
+        """``ends_sentence`` of each of ``lines`` (FineWeb's and C4's rules both ask)."""
+        return list(map(ends_sentence, self.lines))
+
+    @cached_property
     def unspaced_spans(self) -> list[tuple[int, int]] | None:
         """The unspaced-script words' spans, found once for ``word_units`` and ``tokens``."""
         return unspaced_word_spans(self.text)
@@ -429,8 +449,9 @@ class TextView:
 
     @cached_property
     def folded_words(self) -> list[str]:
-        """The word units, casefolded (repetition rules compare them so)."""
-        return [w.casefold() for w in self.word_units]
+        """The word units, casefolded (repetition rules compare them so, and Gopher's
+        stop words)."""
+        return list(map(str.casefold, self.word_units))
 
     @cached_property
     def tokens(self) -> list[str]:
@@ -438,6 +459,10 @@ class TextView:
 
     @cached_property
     def spaced_words(self) -> list[str]:
+        # Without an unspaced-script character (no spans), ``word_units`` and
+        # ``spaced_words`` take the same path: the same list, found once.
+        if self.unspaced_spans is None:
+            return self.word_units
         return spaced_words(self.text)
 
     @cached_property

@@ -1,0 +1,95 @@
+"""The faster ways filters/text.py, gopher.py and language.py count and split text
+give what the plain ways give, on random texts of many scripts."""
+
+import random
+from bisect import bisect_right
+
+import pytest
+
+from mmcurate.filters import text
+from mmcurate.filters.language import _URLISH, clean_sample
+from mmcurate.filters.text import TextView, count_with_letter, has_letter
+
+# Latin, accented Latin, Greek, Cyrillic, Arabic, Hebrew, Devanagari (with its vowel
+# signs and virama), Thai, Hangul, kana, ideographs, full-width forms, CJK
+# punctuation, emoji, combining marks, digits of several scripts, the apostrophes
+# and hyphens words join on, URLs' and addresses' marks, and white space of every kind.
+_POOL = (
+    "abcdefghijklmnopqrstuvwxyzABCXYZ0123456789_ '’-.,;:!?#…*•@/"
+    "éßøñçÉ" "αβγΩ" "жзиЖ" "مرحبا" "שלום" "नमस्ते" "ि्ं" "สวัสดีครับ" "한국어문장"
+    "ひらがなカタカナ" "漢字中文語" "ＡＢＣ１２３" "、。「」！？" "😀👍𠀀" "\u0301\u0308" "²½٣३"
+    "\n\n\n\t\u00a0\u3000\x1c"
+)
+
+
+def _texts(seed: int, count: int):
+    rng = random.Random(seed)
+    for _ in range(count):
+        pool = "".join(rng.sample(_POOL, rng.randint(5, 40)))
+        yield "".join(rng.choice(pool) for _ in range(rng.randint(0, 300)))
+    yield from ("", "a", "http://x.org/a b@c.de 12 ab", "漢", "\n\n", "abc\n\nabc", "新作入荷！【1/23 更新】\nマージ Ｌ")
+
+
+def _merge_reference(sample: str, spaced, words):
+    """The merge of the unspaced words and the spaced matches outside them, by bisect."""
+    starts = [s for s, _ in words]
+    extra = []
+    for m in spaced.finditer(sample):
+        i = bisect_right(starts, m.start()) - 1
+        if i < 0 or m.start() >= words[i][1]:
+            extra.append(m)
+    out, i = [], 0
+    for m in extra:
+        while i < len(words) and words[i][0] < m.start():
+            out.append(sample[words[i][0] : words[i][1]])
+            i += 1
+        out.append(m.group())
+    out.extend(sample[s:e] for s, e in words[i:])
+    return out, extra
+
+
+def test_the_one_pass_merge_is_the_bisect_merge():
+    checked = 0
+    for sample in _texts(7, 1500):
+        words = text._unspaced_words(sample)
+        for pattern in (text._SPACED_WORD, text._SPACED_TOKEN, text._UNSPACED_TEXT_TOKEN):
+            merged, extra = _merge_reference(sample, pattern, words)
+            assert text._merge_unspaced(sample, pattern, words) == merged, sample
+            assert [m.span() for m in text._spaced_outside(sample, pattern, words)] == [m.span() for m in extra]
+        checked += bool(words)
+    assert checked > 500  # most samples hold an unspaced-script word
+
+
+def _clean_sample_reference(sample: str, *, max_chars: int, min_line_chars: int) -> str:
+    """clean_sample as it was written first: every token of every line through has_letter."""
+    lines = [line.strip() for line in sample.split("\n")]
+    chosen = [line for line in lines if len(line) >= min_line_chars] or lines
+    out, size = [], 0
+    for line in chosen:
+        line = " ".join(filter(has_letter, _URLISH.sub(" ", line).split()))
+        if not line:
+            continue
+        out.append(line)
+        size += len(line) + 1
+        if size >= max_chars:
+            break
+    return " ".join(out)[:max_chars]
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_shared_views_and_counts_are_the_plain_ones(seed):
+    for sample in _texts(seed, 1000):
+        view = TextView(sample)
+        assert view.spaced_words == text.spaced_words(sample), sample
+        assert view.word_units == text.word_units(sample)
+        assert view.folded_words == [w.casefold() for w in text.word_units(sample)]
+        assert view.line_ends == [text.ends_sentence(line) for line in text.lines(sample)]
+        toks = text.tokens(sample)
+        assert count_with_letter(toks) == sum(map(has_letter, toks))
+        letters = sum(map(str.isalpha, sample))
+        unspaced = len(text._UNSPACED_CHAR.findall(sample))
+        assert text.unspaced_ratio(sample) == (min(1.0, unspaced / letters) if unspaced and letters else 0.0)
+        for max_chars, min_line_chars in ((4000, 40), (30, 0), (4000, 0)):
+            assert clean_sample(sample, max_chars=max_chars, min_line_chars=min_line_chars) == _clean_sample_reference(
+                sample, max_chars=max_chars, min_line_chars=min_line_chars
+            ), sample
