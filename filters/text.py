@@ -16,8 +16,10 @@ also splits on punctuation, not on spaces alone). Combining marks (Unicode Mn, M
 Me) belong to the word they sit in: Devanagari, Bengali and Tamil vowel signs and
 viramas, Arabic harakat, Yoruba and Vietnamese tone marks written as combining
 characters. Python's ``re`` does not count them as word characters, so these
-patterns use the ``regex`` module's ``\p{M}``; pure-ASCII text (no marks, no
-unspaced scripts) takes ``re``'s faster path with the same result.
+patterns are written with the ``regex`` module's ``\p{M}``; pure-ASCII text (no
+marks, no unspaced scripts) takes ``re``'s ``\w``, and other text of the Basic
+Multilingual Plane ``re`` with the same class written out (``_bmp_word``): the same
+result, faster.
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ import threading
 import unicodedata
 from functools import cache, cached_property
 from itertools import filterfalse
-from typing import Callable
 
 import numpy as np
 import regex
@@ -73,9 +74,9 @@ def count_words(text: str) -> int:
     if text.isascii():
         return len(_ASCII_WORD.findall(text))
     if not _UNSPACED_CHAR.search(text):
-        return len(_spaced_findall(_SPACED_WORD, _PLAIN_WORD.findall, text))
+        return len(_word_pattern(text).findall(text))
     words = _unspaced_words(text)
-    return len(words) + len(_spaced_outside(text, _SPACED_WORD, words))
+    return len(words) + len(_spaced_outside(text, _word_pattern(text), words))
 
 
 def character_units(text: str) -> list[str]:
@@ -119,27 +120,6 @@ _UNSPACED_TEXT_TOKEN = re.compile(f"[^\\s{_UNSPACED}{_CJK_PUNCT}]+")
 _RE_ONLY_SPACE = re.compile("[\x1c-\x1f]")
 
 
-def _agreeing_characters() -> str:
-    """The characters below the CJK blocks (U+2E80) that ``re`` and ``regex`` class
-    alike for the patterns above: a word character of ``_SPACED_WORD`` exactly when
-    ``re``'s ``\\w``, white space of ``_SPACED_TOKEN`` exactly when ``re``'s ``\\s``, and
-    no unspaced-script character. Latin, Greek, Cyrillic, Hebrew letters, digits,
-    punctuation and symbols are; combining marks (``re`` leaves them out of ``\\w``),
-    some other digits and spaces (U+001C-U+001F are white space to ``re`` only) are not."""
-    chars = "".join(map(chr, range(0x2E80)))
-    theirs_word = set(regex.findall(_WORD_CHAR, chars, regex.V1))
-    ours_word = set(re.findall(r"\w", chars))
-    theirs_space = set(regex.findall(r"\s", chars, regex.V1))
-    ours_space = set(re.findall(r"\s", chars))
-    return "".join(
-        ch
-        for ch in chars
-        if (ch in theirs_word) == (ch in ours_word)
-        and (ch in theirs_space) == (ch in ours_space)
-        and not _UNSPACED_CHAR.match(ch)
-    )
-
-
 def _class_of(chars: str) -> str:
     """A character class (``[...]``) of exactly ``chars``, as ranges of code points."""
     points = sorted(map(ord, chars))
@@ -154,26 +134,36 @@ def _class_of(chars: str) -> str:
     return "".join(f"\\U{a:08x}" if a == b else f"\\U{a:08x}-\\U{b:08x}" for a, b in ranges)
 
 
-# A text none of whose characters is outside _agreeing_characters() gets the same
-# words and tokens from these ``re`` patterns as from _SPACED_WORD and _SPACED_TOKEN
-# (the same pattern over the same classes), in a third of the time: most non-ASCII
-# pages (curly quotes, accented Latin, Cyrillic) take this path. Built on first use
-# (about 17 ms), not at import.
 @cache
-def _disagreeing() -> re.Pattern:
-    return re.compile(f"[^{_class_of(_agreeing_characters())}]")
+def _bmp_word() -> re.Pattern:
+    """``_SPACED_WORD`` for a text of the Basic Multilingual Plane, read by ``re``: its
+    word class written out as the characters below U+10000 that ``regex`` puts in it
+    (marks included, U+00B2 and other digits ``re`` calls word characters left out),
+    so the same pattern over the same class: the same matches, in a third to a fifth
+    of the time. Built on first use (about 30 ms), not at import."""
+    every = "".join(map(chr, range(0x10000)))
+    word = f"[{_class_of(''.join(regex.findall(_WORD_CHAR, every, regex.V1)))}]"
+    return re.compile(f"{word}+(?:['’\\-]{word}+)*")
 
 
-_PLAIN_WORD = re.compile(r"\w+(?:['’\-]\w+)*")
+def _word_pattern(text: str):
+    """``_SPACED_WORD``, or its ``re`` reading (``_bmp_word``) when ``text`` has no
+    character beyond the BMP."""
+    return _SPACED_WORD if _ASTRAL.search(text) else _bmp_word()
 
 
-def _spaced_findall(pattern: "regex.Pattern", plain: Callable[[str], list[str]], text: str) -> list[str]:
-    """``pattern.findall(text)`` (text with no unspaced-script character), by ``plain``
-    (``re``'s findall of the same pattern, or ``str.split``) where the two read every
-    character of ``text`` alike."""
-    if _disagreeing().search(text) is None:
-        return plain(text)
-    return pattern.findall(text)
+def _plain_tokens(text: str) -> list[str]:
+    """``_SPACED_TOKEN.findall(text)`` of a text without an unspaced-script character:
+    ``str.split`` where it also has no CJK punctuation and none of U+001C-U+001F (re's
+    ``\\S+`` is ``str.split``, and re reads the class as regex does but for those four
+    spaces: tests/filters/test_text.py checks both on every code point), else re's
+    reading of the class, else regex."""
+    if _SPLIT_APART.search(text) is None:
+        return text.split()
+    return (_SPACED_TOKEN if _RE_ONLY_SPACE.search(text) else _UNSPACED_TEXT_TOKEN).findall(text)
+
+
+_SPLIT_APART = re.compile(f"[\x1c-\x1f{_CJK_PUNCT}]")
 
 # Marks that end a sentence, across scripts: Latin, CJK (full and half width),
 # Arabic, Devanagari, Armenian, Ethiopic, Myanmar, Khmer, Tibetan; a closing quote
@@ -301,8 +291,8 @@ def word_units(text: str, spans: list[tuple[int, int]] | None = None) -> list[st
     if text.isascii():
         return _ASCII_WORD.findall(text)
     if spans is None and not _UNSPACED_CHAR.search(text):
-        return _spaced_findall(_SPACED_WORD, _PLAIN_WORD.findall, text)
-    return _merge_unspaced(text, _SPACED_WORD, spans)
+        return _word_pattern(text).findall(text)
+    return _merge_unspaced(text, _word_pattern(text), spans)
 
 
 def tokens(text: str, spans: list[tuple[int, int]] | None = None) -> list[str]:
@@ -310,8 +300,7 @@ def tokens(text: str, spans: list[tuple[int, int]] | None = None) -> list[str]:
     if text.isascii():
         return text.split()
     if spans is None and not _UNSPACED_CHAR.search(text):
-        # re's \S+ is str.split (both white spaces are Py_UNICODE_ISSPACE; test_text.py)
-        return _spaced_findall(_SPACED_TOKEN, str.split, text)
+        return _plain_tokens(text)
     pattern = _SPACED_TOKEN if _RE_ONLY_SPACE.search(text) else _UNSPACED_TEXT_TOKEN
     return _merge_unspaced(text, pattern, spans)
 
@@ -358,7 +347,7 @@ def spaced_words(text: str) -> list[str]:
     """The words of spaced scripts only (unspaced-script characters left out)."""
     if text.isascii():
         return _ASCII_WORD.findall(text)
-    return _spaced_findall(_SPACED_WORD, _PLAIN_WORD.findall, text)
+    return _word_pattern(text).findall(text)
 
 
 # n-gram keys for the repetition measures: a polynomial rolling hash over 64-bit

@@ -38,31 +38,33 @@ def test_punctuation_of_unspaced_scripts_is_no_word_and_marks_stay_with_their_wo
     assert word_units("ไปๆ มาๆ") == ["ไปๆ", "มาๆ"]
 
 
-def test_text_re_reads_as_regex_does_gets_the_same_words_and_tokens_from_re():
+def test_re_with_the_word_class_written_out_gets_regexs_words_on_any_bmp_text():
     import random
+
+    import regex
 
     from mmcurate.filters import text
 
+    every = "".join(map(chr, range(0x10000)))
+    word = text._bmp_word()
+    # the class, one character at a time, is regex's on every character of the BMP
+    assert word.findall(every) == regex.findall(f"(?:{text._SPACED_WORD.pattern})", every, regex.V1)
+    assert {"é", "ß", "ж", "λ", "\u0301", "\u093f"} <= set("".join(word.findall(every)))
+    assert word.findall("x²y 漢 ก_1") == ["x", "y", "_1"]  # re's \\w holds ², the unspaced scripts are left out
     rng = random.Random(3)
-    agreeing = text._agreeing_characters()
-    # Latin, Greek, Cyrillic, punctuation and the apostrophes and hyphens words join on.
-    assert {"é", "ß", "ж", "λ", "’", "—", "\u00a0"} <= set(agreeing)
-    # Combining marks (outside re's \w), superscript digits and U+001C (white space to re only) are not.
-    assert not {"\u0301", "²", "\x1c"} & set(agreeing)
-    pool = "abcXYZ019_ '’-.,;\n\t\u00a0éßжλ—“”€" + "".join(rng.sample(agreeing, 200))
-    for _ in range(500):
+    pool = "abcXYZ019_ '’-.,;\n\t\u00a0éßжλ—“”€²\u0301\u093f\x1c漢字カナ、。ไทย" + "".join(rng.sample(every, 300))
+    for _ in range(1500):
         sample = "".join(rng.choice(pool) for _ in range(rng.randint(0, 120)))
-        if sample.isascii():
-            continue
-        assert text._disagreeing().search(sample) is None
-        assert text._PLAIN_WORD.findall(sample) == text._SPACED_WORD.findall(sample), sample
-        assert sample.split() == text._SPACED_TOKEN.findall(sample) == tokens(sample), sample
-    # One character the two read apart sends the whole text to regex.
-    for odd in ("\u0301", "²", "\x1c"):
-        sample = f"café{odd} naïve"
-        assert text._disagreeing().search(sample) is not None
-        assert word_units(sample) == text._SPACED_WORD.findall(sample)
-        assert tokens(sample) == text._SPACED_TOKEN.findall(sample)
+        assert text._word_pattern(sample) is word
+        assert word.findall(sample) == text._SPACED_WORD.findall(sample), sample
+        assert [m.span() for m in word.finditer(sample)] == [m.span() for m in text._SPACED_WORD.finditer(sample)]
+        if text._UNSPACED_CHAR.search(sample):
+            assert word_units(sample) == text._merge_unspaced(sample, text._SPACED_WORD, text._unspaced_words(sample))
+        else:
+            assert word_units(sample) == text._SPACED_WORD.findall(sample), sample
+            assert tokens(sample) == text._SPACED_TOKEN.findall(sample), sample
+    # A character beyond the BMP sends the text to regex.
+    assert text._word_pattern("naïve 😀") is text._SPACED_WORD
 
 
 def test_str_split_is_res_whitespace_tokens():
