@@ -183,6 +183,7 @@ _SENTENCE_END = re.compile(r"[.!?\u2026\u3002\uff01\uff1f\uff61\u061f\u06d4\u096
 # phrases and sentences with spaces).
 _SPACE_TERMINATED = re.compile("[\u0e01-\u0e4e\u0e81-\u0ece]$")
 _SPACE_SCRIPT = re.compile("[\u0e01-\u0e4e\u0e81-\u0ece]")
+_SENTENCE_STRIP = " " + _CLOSING
 
 
 # ICU word-break rule status: at or above this, a segment is a word (number, letter,
@@ -334,9 +335,11 @@ def count_sentences(line: str) -> int:
     """Sentences in one line: runs of terminal punctuation, plus an unterminated tail;
     in Thai and Lao, the space-separated runs of their letters (see ``ends_sentence``)."""
     parts = _SENTENCE_END.split(line)
+    if _SPACE_SCRIPT.search(line) is None:  # no Thai or Lao letter: one sentence a part
+        return sum(1 for part in parts if part.strip(_SENTENCE_STRIP))
     count = 0
     for part in parts:
-        if not part.strip(" " + _CLOSING):
+        if not part.strip(_SENTENCE_STRIP):
             continue
         spaced = [chunk for chunk in part.split() if len(_SPACE_SCRIPT.findall(chunk)) >= 2]
         count += max(1, len(spaced))
@@ -398,8 +401,8 @@ def char_ids(text: str) -> "np.ndarray":
 
 def token_ids(words: list[str]) -> "np.ndarray":
     """Each distinct word as a small integer (from 1), in order."""
-    index: dict[str, int] = {}
-    return np.fromiter((index.setdefault(w, len(index) + 1) for w in words), dtype=np.uint64, count=len(words))
+    index = {word: i for i, word in enumerate(dict.fromkeys(words), 1)}  # by first occurrence
+    return np.fromiter(map(index.__getitem__, words), dtype=np.uint64, count=len(words))
 
 
 class TextView:

@@ -8,7 +8,7 @@ import pytest
 
 from mmcurate.filters import text
 from mmcurate.filters.language import _URLISH, clean_sample
-from mmcurate.filters.text import TextView, count_with_letter, has_letter
+from mmcurate.filters.text import TextView, count_sentences, count_with_letter, has_letter, token_ids
 
 # Latin, accented Latin, Greek, Cyrillic, Arabic, Hebrew, Devanagari (with its vowel
 # signs and virama), Thai, Hangul, kana, ideographs, full-width forms, CJK
@@ -16,7 +16,7 @@ from mmcurate.filters.text import TextView, count_with_letter, has_letter
 # and hyphens words join on, URLs' and addresses' marks, and white space of every kind.
 _POOL = (
     "abcdefghijklmnopqrstuvwxyzABCXYZ0123456789_ '’-.,;:!?#…*•@/"
-    "éßøñçÉ" "αβγΩ" "жзиЖ" "مرحبا" "שלום" "नमस्ते" "ि्ं" "สวัสดีครับ" "한국어문장"
+    "éßøñçÉ" "αβγΩ" "жзиЖ" "مرحبا" "שלום" "नमस्ते" "ि्ं" "สวัสดีครับ" "ສະບາຍດີ" "한국어문장"
     "ひらがなカタカナ" "漢字中文語" "ＡＢＣ１２３" "、。「」！？" "😀👍𠀀" "\u0301\u0308" "²½٣३"
     "\n\n\n\t\u00a0\u3000\x1c"
 )
@@ -93,3 +93,29 @@ def test_shared_views_and_counts_are_the_plain_ones(seed):
             assert clean_sample(sample, max_chars=max_chars, min_line_chars=min_line_chars) == _clean_sample_reference(
                 sample, max_chars=max_chars, min_line_chars=min_line_chars
             ), sample
+
+
+def _count_sentences_reference(line: str) -> int:
+    count = 0
+    for part in text._SENTENCE_END.split(line):
+        if not part.strip(" " + text._CLOSING):
+            continue
+        spaced = [chunk for chunk in part.split() if len(text._SPACE_SCRIPT.findall(chunk)) >= 2]
+        count += max(1, len(spaced))
+    return count
+
+
+def _token_ids_reference(words):
+    index = {}
+    return [index.setdefault(w, len(index) + 1) for w in words]
+
+
+def test_sentence_counts_and_word_ids_are_the_plain_ones():
+    thai = 0
+    for sample in _texts(4, 1500):
+        for line in text.lines(sample):
+            assert count_sentences(line) == _count_sentences_reference(line), line
+            thai += bool(text._SPACE_SCRIPT.search(line))
+        words = text.word_units(sample)
+        assert token_ids(words).tolist() == _token_ids_reference(words)
+    assert thai > 200  # both ways of counting were taken
