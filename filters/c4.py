@@ -50,14 +50,20 @@ def rules(
     lowered = text.casefold()
     total = no_punct = javascript = policy = too_short = 0
     sentences = 0
+    # A line's casefolded text is a piece of the whole text's (casefolding maps each
+    # character on its own): what the whole text lacks, no line holds.
+    any_js = "javascript" in lowered
+    any_policy = any(p in lowered for p in POLICY_PHRASES)
     for line, ends in zip(v.lines, v.line_ends):
         words = count_words(line)
-        low = line.casefold()
         total += words
         unterminated = not ends
         short = words < min_words_per_line
-        js = "javascript" in low
-        pol = any(p in low for p in POLICY_PHRASES)
+        js = pol = False
+        if any_js or any_policy:
+            low = line.casefold()
+            js = any_js and "javascript" in low
+            pol = any_policy and any(p in low for p in POLICY_PHRASES)
         no_punct += words if unterminated else 0
         too_short += words if short else 0
         javascript += words if js else 0

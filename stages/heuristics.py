@@ -216,11 +216,15 @@ def build_steps(config: HeuristicsConfig) -> list[DocumentStep]:
     )
 
 
+# The counters of ``edit_counts``: node cleanup per reason, and the flagged-word node rule.
+_EDIT_COUNTERS = (*(nodes.removed_signal(reason) for reason in nodes.REMOVAL_REASONS), flagged.NODES_REMOVED)
+
+
 def edit_counts(doc: Document) -> dict[str, int]:
     """Nodes the cleanup steps removed from ``doc``, by counter name: node cleanup per
     reason, and the flagged-word node rule (safety)."""
-    names = [nodes.removed_signal(reason) for reason in nodes.REMOVAL_REASONS] + [flagged.NODES_REMOVED]
-    return {name: int(doc.signals.get(name, 0)) for name in names}
+    signals = doc.signals
+    return {name: int(signals.get(name, 0)) for name in _EDIT_COUNTERS}
 
 
 def check_inputs(config: HeuristicsConfig) -> None:

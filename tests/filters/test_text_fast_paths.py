@@ -119,3 +119,28 @@ def test_sentence_counts_and_word_ids_are_the_plain_ones():
         words = text.word_units(sample)
         assert token_ids(words).tolist() == _token_ids_reference(words)
     assert thai > 200  # both ways of counting were taken
+
+
+def test_c4_line_fractions_are_counted_line_by_line():
+    """c4.rules looks into each line for "javascript" and the policy phrases only when
+    the whole text holds one; the fractions are those of a look into every line."""
+    from functools import partial
+
+    from docfactory import make_doc
+    from mmcurate.filters import c4
+    from mmcurate.pipeline.config import C4Config
+
+    rules = partial(c4.rules, **C4Config().model_dump(exclude={"enabled"}))
+    rng = random.Random(5)
+    pieces = ["Enable JavaScript to read on.", "See our Privacy Policy", "This site USES COOKIES.", "terms of",
+              "use apply.", "A plain sentence here.", "javascript", "cookie policy and more words here", "Ok."]
+    for _ in range(300):
+        paragraphs = [" ".join(rng.sample(pieces, rng.randint(1, 3))) for _ in range(rng.randint(1, 6))]
+        doc = make_doc("c4", ["\n".join(rng.sample(paragraphs, len(paragraphs)))] + paragraphs, images=0)
+        lines = text.lines(doc.text)
+        words = [text.count_words(line) for line in lines]
+        total = sum(words) or 1
+        js = sum(w for line, w in zip(lines, words) if "javascript" in line.casefold()) / total
+        policy = sum(w for line, w in zip(lines, words) if any(p in line.casefold() for p in c4.POLICY_PHRASES)) / total
+        signals = rules(doc).signals
+        assert (signals[c4.JAVASCRIPT_FRACTION], signals[c4.POLICY_FRACTION]) == (js, policy), doc.text
