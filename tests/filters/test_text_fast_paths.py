@@ -7,7 +7,7 @@ from bisect import bisect_right
 import pytest
 
 from mmcurate.filters import text
-from mmcurate.filters.language import _URLISH, clean_sample
+from mmcurate.filters.language import _URLISH, _sample_line
 from mmcurate.filters.text import TextView, count_sentences, count_with_letter, has_letter, token_ids
 
 # Latin, accented Latin, Greek, Cyrillic, Arabic, Hebrew, Devanagari (with its vowel
@@ -60,22 +60,6 @@ def test_the_one_pass_merge_is_the_bisect_merge():
     assert checked > 500  # most samples hold an unspaced-script word
 
 
-def _clean_sample_reference(sample: str, *, max_chars: int, min_line_chars: int) -> str:
-    """clean_sample as it was written first: every token of every line through has_letter."""
-    lines = [line.strip() for line in sample.split("\n")]
-    chosen = [line for line in lines if len(line) >= min_line_chars] or lines
-    out, size = [], 0
-    for line in chosen:
-        line = " ".join(filter(has_letter, _URLISH.sub(" ", line).split()))
-        if not line:
-            continue
-        out.append(line)
-        size += len(line) + 1
-        if size >= max_chars:
-            break
-    return " ".join(out)[:max_chars]
-
-
 @pytest.mark.parametrize("seed", [1, 2])
 def test_shared_views_and_counts_are_the_plain_ones(seed):
     for sample in _texts(seed, 1000):
@@ -89,10 +73,9 @@ def test_shared_views_and_counts_are_the_plain_ones(seed):
         letters = sum(map(str.isalpha, sample))
         unspaced = len(text._UNSPACED_CHAR.findall(sample))
         assert text.unspaced_ratio(sample) == (min(1.0, unspaced / letters) if unspaced and letters else 0.0)
-        for max_chars, min_line_chars in ((4000, 40), (30, 0), (4000, 0)):
-            assert clean_sample(sample, max_chars=max_chars, min_line_chars=min_line_chars) == _clean_sample_reference(
-                sample, max_chars=max_chars, min_line_chars=min_line_chars
-            ), sample
+        # the language sample's lines: every token of the line through has_letter
+        for line in sample.split("\n"):
+            assert _sample_line(line) == " ".join(filter(has_letter, _URLISH.sub(" ", line).split())), line
 
 
 def _count_sentences_reference(line: str) -> int:
