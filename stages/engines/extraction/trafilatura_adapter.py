@@ -27,6 +27,8 @@ covers, a hero image before the first paragraph). So, on a parsed copy of the pa
 
 from __future__ import annotations
 
+import copy
+import functools
 import logging
 
 from lxml import etree
@@ -52,29 +54,60 @@ def _quiet_trafilatura() -> None:
         _quieted = True
 
 
-def _trafilatura_document(root: etree._Element, url: str, config: ExtractConfig):
-    import trafilatura
+def _options_template(config: ExtractConfig):
+    """The ``trafilatura.settings.Extractor`` for ``config``'s pages, without the page's URL."""
+    return _template_for(config.mode, config.include_tables, config.with_metadata, config.fallback)
 
-    _quiet_trafilatura()
-    return trafilatura.bare_extraction(
-        root,
-        url=url or None,
-        favor_precision=config.mode == "precision",
-        favor_recall=config.mode == "recall",
-        include_comments=False,
-        include_tables=config.include_tables,
+
+@functools.lru_cache(maxsize=16)
+def _template_for(mode: str, include_tables: bool, with_metadata: bool, fallback: bool):
+    """``_options_template`` by the settings it reads (hashing the whole config costs more).
+    Building an ``Extractor`` reads trafilatura's settings (a ``ConfigParser``), about
+    70 us; ``bare_extraction`` would build one per page."""
+    from trafilatura.settings import Extractor
+
+    return Extractor(
+        output_format="xml",
+        fast=not fallback,
+        precision=mode == "precision",
+        recall=mode == "recall",
+        comments=False,
+        tables=include_tables,
         # Text only: with images on, trafilatura also keeps figure captions and photo
         # credits as text lines and keeps lists of image teasers (related stories),
         # whose lines repeat. Images come from the DOM (place_images); a caption is
         # the image node's, not a text line.
-        include_images=False,
-        include_formatting=False,
-        include_links=False,
-        deduplicate=False,
-        with_metadata=config.with_metadata,
-        output_format="xml",
-        fast=not config.fallback,
+        images=False,
+        formatting=False,
+        links=False,
+        dedup=False,
+        with_metadata=with_metadata,
     )
+
+
+def _page_options(url: str, config: ExtractConfig):
+    """The ``Extractor`` that ``bare_extraction`` would build for this page from the
+    same settings passed one by one: the template's copy, with what depends on the
+    page or the day set as ``Extractor.__init__`` sets it (URL, source, the date
+    parameters; fresh empty blacklists). tests/stages/engines/test_trafilatura_options.py
+    compares the two slot by slot."""
+    from trafilatura.settings import set_date_params
+
+    template = _options_template(config)
+    options = copy.copy(template)
+    options.url = url or None
+    options.source = options.url and options.url.encode("utf-8", "replace").decode("utf-8")
+    options.author_blacklist = set()
+    options.url_blacklist = set()
+    options.date_params = set_date_params(template.date_params["extensive_search"])
+    return options
+
+
+def _trafilatura_document(root: etree._Element, url: str, config: ExtractConfig):
+    import trafilatura
+
+    _quiet_trafilatura()
+    return trafilatura.bare_extraction(root, url=url or None, options=_page_options(url, config))
 
 
 def _metadata_of(document: object) -> dict[str, str]:
