@@ -7,7 +7,6 @@ that node-level cleanup and image interleaving work on. A table gives one node
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Optional
 
@@ -18,7 +17,6 @@ from mmcurate.stages.engines.extraction.html_tree import squash
 from mmcurate.stages.engines.extraction.page_index import PageIndex
 
 
-_WHITESPACE = re.compile(r"\s+")
 _HEAD_LEVELS = {f"h{i}" for i in range(1, 7)}
 _INLINE_TAGS = frozenset({"hi", "ref", "del", "span", "abbr", "note"})
 _CONTEXT_TAGS = frozenset({"blockquote", "li", "pre"})
@@ -39,6 +37,8 @@ class TextItem:
 
 
 def _clean_text(text: str, tag: str) -> str:
+    if tag != "pre" and "\n" not in text:
+        return " ".join(text.split())
     if tag == "pre":
         lines = [line.rstrip() for line in text.split("\n")]
         while lines and not lines[0].strip():
@@ -67,9 +67,12 @@ class NodeBuilder:
         self.items: list[TextItem] = []
 
     def text(self, raw: str, tag: str, needle_text: Optional[str] = None) -> None:
+        if not raw or raw.isspace():
+            return  # nothing once cleaned; about half the calls
         text = _clean_text(raw, tag)
         if text:
-            needle = _WHITESPACE.sub("", needle_text if needle_text is not None else text)
+            # Without whitespace as str.split sees it (Unicode's, as the page index).
+            needle = "".join((needle_text if needle_text is not None else text).split())
             self.items.append(TextItem(node=TextNode(text=text, tag=tag), needle=needle))
 
     def block(self, el: etree._Element, tag: str) -> None:

@@ -1,0 +1,70 @@
+"""trafilatura's XML body as text nodes (``NodeBuilder``) and each node located in
+the page's text (``index_page`` + ``locate_text``): exact nodes, needles and places."""
+
+from lxml import etree
+
+from mmcurate.pipeline.config import ExtractConfig
+from mmcurate.schemas import TextNode
+from mmcurate.stages.engines.extraction.html_tree import parse_html
+from mmcurate.stages.engines.extraction.page_index import index_page
+from mmcurate.stages.engines.extraction.text_nodes import NodeBuilder, locate_text
+
+NBSP, IDEOGRAPHIC_SPACE, THIN_SPACE = "\u00a0", "\u3000", "\u2009"  # whitespace to str.split
+
+
+def _items(xml: str):
+    builder = NodeBuilder()
+    builder.block(etree.fromstring(xml), "p")
+    return builder.items
+
+
+def test_blocks_lists_tables_and_whitespace():
+    items = _items(
+        "<body>"
+        f"<p>  One{NBSP}two \n\n three{IDEOGRAPHIC_SPACE}four </p>"
+        "<p> \n\t </p>"
+        f"<p>{NBSP}{THIN_SPACE}</p>"
+        '<head rend="h3">A <hi>bold</hi> title</head>'
+        "<list><item>first</item><item> </item><item>second<lb/>line</item></list>"
+        "<code>  x = 1\n\n    y = 2  \n\n</code>"
+        "<table><row><cell>a</cell><cell> </cell><cell>b</cell></row><row><cell/></row><row><cell>c</cell></row></table>"
+        "<quote><p>quoted</p></quote>"
+        "</body>"
+    )
+    assert [i.node for i in items] == [
+        TextNode(text="One two\nthree four", tag="p"),
+        TextNode(text="A bold title", tag="h3"),
+        TextNode(text="first", tag="li"),
+        TextNode(text="second\nline", tag="li"),
+        TextNode(text="  x = 1\n\n    y = 2", tag="pre"),
+        TextNode(text="a | b\nc", tag="table"),
+        TextNode(text="quoted", tag="blockquote"),
+    ]
+    assert [i.needle for i in items] == ["Onetwothreefour", "Aboldtitle", "first", "secondline", "x=1y=2", "a", "quoted"]
+
+
+def test_text_around_a_nested_block_is_split_there():
+    items = _items("<body><p>before <hi>inline</hi><list><item>inner</item></list> after\n</p></body>")
+    assert [(i.node.tag, i.node.text) for i in items] == [("p", "before inline"), ("li", "inner"), ("p", "after")]
+
+
+def test_located_in_the_page_text_in_order():
+    root = parse_html(
+        "<html><head><title>T</title><script>var skipped = 'One two';</script></head><body>"
+        f"<div id='a'>Intro <b>One</b>{NBSP}two</div><!-- a comment -->"
+        "<svg><text>One two</text></svg>"
+        "<p id='b'>three four<img src='x.jpg'>tail text</p>"
+        "</body></html>"
+    )
+    index = index_page(root, "https://example.org/", ExtractConfig())
+    assert index.flat == "IntroOnetwothreefourtailtext"
+    assert [owner.get("id") or owner.tag for owner in index.piece_owners] == ["a", "b", "a", "b", "b"]
+    assert [index.flat[s:] [:5] for s in index.piece_starts] == ["Intro", "Onetw", "twoth", "three", "tailt"]
+    assert [r.element.get("src") for r in index.images] == ["x.jpg"]
+    items = _items("<body><p>One two</p><p>tail text</p><p>not in the page</p></body>")
+    locate_text(items, index)
+    one, tail, missing = items
+    assert (one.start_offset, one.end_offset) == (len("Intro"), len("IntroOnetwo"))
+    assert one.owner.tag == "b" and one.end_owner.get("id") == "a"
+    assert tail.owner.get("id") == "b" and tail.order > index.images[0].order > one.end_order
+    assert missing.order is None and missing.start_offset == -1
