@@ -131,9 +131,32 @@ def _count(pattern: re.Pattern, low: str, anchors: tuple[str, ...], scans: dict[
     return sum(len(pattern.findall(low, start, end)) for start, end in _windows(low, anchors, scans))
 
 
-def page_markers(html: str) -> dict[str, float]:
+# A page holds an anchor in its lowered text only if its UTF-8 bytes, ASCII letters
+# lowered, hold one of these: each anchor holds one once its characters beyond ASCII
+# are left out ("übersetz" -> "bersetz"; 翻 for both Chinese and Japanese ones), and
+# those ASCII letters come from ASCII letters of the page: the only characters beyond
+# ASCII that lower to an ASCII letter are U+212A KELVIN SIGN ("k") and U+0130 ("i" and
+# a combining dot above), and no anchor holds a "k", a combining dot, or ends in "i"
+# (tests/filters/test_quality_rules.py checks all of it). Lowering a page that is
+# not all ASCII costs twice what this check does, and nearly no page has an anchor.
+_BYTE_KEYS = (
+    b"trans", b"trad", b"weglot", b"conveythis", b"bablic", b"localize", b"trp-floater", b"bersetz", b"vertaald",
+    "翻".encode(),
+)
+
+
+def utf8_of(html: str) -> bytes:
+    """``html`` in UTF-8, lone surrogates (from lenient decoding) included."""
+    return html.encode("utf-8", "surrogatepass")
+
+
+def page_markers(html: str, utf8: bytes | None = None) -> dict[str, float]:
     """Counts of translation-widget markers and machine-translation notices in ``html``
-    (case-insensitive: the patterns are lower case and run on the lowered page)."""
+    (case-insensitive: the patterns are lower case and run on the lowered page).
+    ``utf8``: ``utf8_of(html)``, when the caller has it already."""
+    folded = (utf8_of(html) if utf8 is None else utf8).lower()
+    if not any(key in folded for key in _BYTE_KEYS):
+        return {WIDGET: 0.0, NOTICE: 0.0}
     low = html.lower()
     scans: dict[str, list[int]] = {}
     widgets = _count(_WIDGET_MARKERS, low, _WIDGET_KEYS, scans)

@@ -61,6 +61,39 @@ def test_page_markers_count_as_the_patterns_do_over_the_whole_page():
         assert page_markers(html) == _findall_count(html), html
 
 
+def test_a_page_without_a_byte_key_holds_no_anchor():
+    # What page_markers' check of the UTF-8 bytes rests on (see _BYTE_KEYS).
+    beyond_ascii_to_ascii = {c for c in range(0x80, 0x110000) if any(ch.isascii() for ch in chr(c).lower())}
+    assert beyond_ascii_to_ascii == {0x130, 0x212A}
+    assert "\u0130".lower() == "i\u0307" and "\u212a".lower() == "k"
+    assert [c for c in range(0x110000) if "翻" in chr(c).lower()] == [ord("翻")]
+    for anchor in (*mt_page._WIDGET_KEYS, *mt_page._NOTICE_KEYS):
+        assert "k" not in anchor and "\u0307" not in anchor and not anchor.endswith("i")
+        ascii_part = "".join(ch for ch in anchor if ch.isascii()).encode()
+        assert any(key in ascii_part or key.decode() in anchor for key in mt_page._BYTE_KEYS), anchor
+
+
+def test_page_markers_ignore_case_as_lowering_the_page_does():
+    import random
+
+    pieces = [
+        "Machine Translated", "AUTO-TRANSLATED", "Translated By Google", "MASCHINELL ÜBERSETZT", "Maschinell Übersetzt",
+        "TRADUIT AUTOMATIQUEMENT", "Traducción Automática", "TRADOTTO AUTOMATICAMENTE", "MACHINAAL VERTAALD", "机器翻译",
+        "自動翻訳", "WeGlot-Switcher", "CDN.WEGLOT.COM", "GTRANSLATE", "ConveyThis", "LOCALIZE.INITIALIZE",
+        "TRP-FLOATER-LS", "BABLIC.INIT", "\u0130", "\u212a", "\u0130\u0307", "ﬀ", "ß", "Σ", "ς", " ", "<p>", "é" * 3,
+        "\ud800", "x" * 90,
+    ]
+    rng = random.Random(11)
+    found = 0
+    for _ in range(600):
+        html = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 30)))
+        expected = _findall_count(html)
+        assert page_markers(html) == expected, html
+        assert page_markers(html, mt_page.utf8_of(html)) == expected, html
+        found += expected[WIDGET] + expected[NOTICE] > 0
+    assert found > 300
+
+
 def test_anchors_sharing_a_scan_are_found_where_a_scan_of_each_finds_them():
     def each(low, anchor):
         found, at = [], low.find(anchor)

@@ -9,7 +9,7 @@ import dataclasses
 import time
 from typing import Callable, Optional
 
-from mmcurate.filters.mt_page import page_markers
+from mmcurate.filters.mt_page import page_markers, utf8_of
 from mmcurate.schemas import Document, Page
 from mmcurate.stages.config import ExtractConfig
 from mmcurate.stages.engines.extraction.result import Extraction, with_canonical_urls
@@ -20,11 +20,6 @@ SIGNAL_HTML_BYTES = "extract.html_bytes"
 
 class HtmlTooLarge(Exception):
     """The page's HTML is larger than ``max_html_bytes``; it was not parsed."""
-
-
-def html_size(html: str) -> int:
-    """Bytes of ``html`` in UTF-8 (lone surrogates from lenient decoding included)."""
-    return len(html.encode("utf-8", "surrogatepass"))
 
 
 def page_metadata(page: Page, config: ExtractConfig) -> dict[str, str]:
@@ -46,7 +41,8 @@ def extract_document(
     error row) and the exception."""
     started = time.perf_counter()
     shell = Document(doc_id=page.doc_id, url=page.url, provenance=page.provenance, metadata=page_metadata(page, config))
-    signals: dict[str, float] = {SIGNAL_HTML_BYTES: float(html_size(page.html))}
+    utf8 = utf8_of(page.html)  # its size, and the machine-translation markers look at it
+    signals: dict[str, float] = {SIGNAL_HTML_BYTES: float(len(utf8))}
     try:
         if signals[SIGNAL_HTML_BYTES] > config.max_html_bytes:
             raise HtmlTooLarge(
@@ -58,7 +54,7 @@ def extract_document(
         return shell.with_signals(signals), exc
     signals[SIGNAL_SECONDS] = time.perf_counter() - started
     # Machine-translation widgets and notices: only the raw HTML shows them.
-    signals.update(page_markers(page.html))
+    signals.update(page_markers(page.html, utf8))
     metadata = dict(extraction.metadata)
     metadata.update(shell.metadata)
     doc = dataclasses.replace(
