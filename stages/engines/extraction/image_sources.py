@@ -11,7 +11,7 @@ from typing import Optional
 from lxml import etree
 
 from mmcurate.stages.config import ExtractConfig
-from mmcurate.stages.engines.extraction.html_tree import http_url, tag_of
+from mmcurate.stages.engines.extraction.html_tree import http_url
 
 
 _LAZY_ATTRIBUTES = ("data-src", "data-original", "data-lazy-src", "data-url")
@@ -208,7 +208,7 @@ def image_source(img: etree._Element, base: str, config: ExtractConfig) -> Image
     matching: list[list[_Candidate]] = []
     others: list[list[_Candidate]] = []
     # libxml2 does not know <source> is void, so the <img> may sit inside one.
-    picture = next((a for a in img.iterancestors() if tag_of(a) == "picture"), None)
+    picture = next(img.iterancestors("picture"), None)
     if picture is not None:
         for source in picture.iter("source"):
             if (source.get("type") or "").strip().lower() in _UNSUPPORTED_TYPES:

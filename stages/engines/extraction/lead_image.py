@@ -107,10 +107,8 @@ def is_teaser(record: ImageRecord, hints: LeadHints) -> bool:
     leads elsewhere and carries its own text (a headline), as "related stories"
     lists are built. A link around the image alone (to a lightbox or a file page)
     is no teaser."""
-    for ancestor in record.element.iterancestors():
-        if tag_of(ancestor) == "a":
-            return bool(squash(ancestor.text_content())) and _links_elsewhere(ancestor, hints)
-    return False
+    anchor = next(record.element.iterancestors("a"), None)
+    return anchor is not None and bool(squash(anchor.text_content())) and _links_elsewhere(anchor, hints)
 
 
 def _looks_like_logo(record: ImageRecord, hints: LeadHints) -> bool:

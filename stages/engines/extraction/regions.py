@@ -22,36 +22,46 @@ def common_ancestor(elements: list[etree._Element]) -> Optional[etree._Element]:
     chain = [elements[0], *elements[0].iterancestors()]
     depth_of = {id(el): depth for depth, el in enumerate(chain)}
     best = 0
+    seen = set()  # ids of elements walked up from already (``elements`` keeps them alive)
     for el in elements[1:]:
-        for candidate in (el, *el.iterancestors()):
-            depth = depth_of.get(id(candidate))
-            if depth is not None:
-                best = max(best, depth)
-                break
+        if id(el) in seen:
+            continue
+        seen.add(id(el))
+        depth = depth_of.get(id(el))
+        if depth is None:
+            for candidate in el.iterancestors():
+                depth = depth_of.get(id(candidate))
+                if depth is not None:
+                    break
+        if depth is not None and depth > best:
+            best = depth
     return chain[best]
 
 
 def in_boilerplate(element: etree._Element, content_root: Optional[etree._Element]) -> bool:
     """Whether ``element`` sits in nav/aside/form/header/footer below ``content_root``
     (header and footer count only when no ancestor is an article or main). One walk
-    up the ancestors: it runs for every image of every page."""
+    up the ancestors, which stops at ``content_root`` when what lies above cannot
+    change the answer: it runs for every image of every page."""
     sectioned = False
     bounded = False  # a header or footer below content_root
-    below = True
     for ancestor in element.iterancestors():
-        if ancestor is content_root:
-            below = False
         tag = ancestor.tag
+        if ancestor is content_root:
+            # Above this point only an article or main counts (it makes the header
+            # or footer part of the content).
+            if not bounded or sectioned or tag == "article" or tag == "main":
+                return False
+            return next(ancestor.iterancestors("article", "main"), None) is None
         if tag == "article" or tag == "main":
             sectioned = True
-        if below:
-            if tag in _BOILERPLATE_TAGS:
-                return True
-            if tag in _SECTION_BOUNDED_TAGS:
-                bounded = True
-            role = ancestor.get("role")
-            if role and role.lower() in _BOILERPLATE_ROLES:
-                return True
+        elif tag in _BOILERPLATE_TAGS:
+            return True
+        elif tag in _SECTION_BOUNDED_TAGS:
+            bounded = True
+        role = ancestor.get("role")
+        if role and role.lower() in _BOILERPLATE_ROLES:
+            return True
     return bounded and not sectioned
 
 
