@@ -68,3 +68,52 @@ def test_located_in_the_page_text_in_order():
     assert one.owner.tag == "b" and one.end_owner.get("id") == "a"
     assert tail.owner.get("id") == "b" and tail.order > index.images[0].order > one.end_order
     assert missing.order is None and missing.start_offset == -1
+
+
+def _index_by_iterwalk(root):
+    """The page index by lxml's start and end events: (flat text, pieces as (start,
+    order, owner), images as (order, flat offset, element))."""
+    skip = {"head", "script", "style", "noscript", "template", "svg", "math", "iframe", "object"}
+    pieces, images, flat, order = [], [], "", 0
+    walker = etree.iterwalk(root, events=("start", "end"))
+    for event, el in walker:
+        order += 1
+        if event == "start":
+            if el.tag in skip:
+                walker.skip_subtree()
+                continue
+            if el.tag == "img":
+                images.append((order, len(flat), el))
+                continue
+            text, owner = el.text, el
+        else:
+            text, owner = el.tail, el.getparent()
+        squeezed = "".join((text or "").split())
+        if squeezed and owner is not None:
+            pieces.append((len(flat), order, owner))
+            flat += squeezed
+    return flat, pieces, images
+
+
+def test_page_index_orders_are_those_of_start_and_end_events():
+    import random
+
+    rng = random.Random(3)
+    tags = ["div", "p", "span", "b", "svg", "script", "noscript", "template", "object", "section", "a", "td"]
+    words = ["", " ", "\n  ", "word", f"two{NBSP}words ", "x"]
+
+    def element(depth):
+        tag = rng.choice(tags)
+        inner = "".join(
+            element(depth + 1) if depth < 5 and rng.random() < 0.5 else rng.choice(["<img src='i.jpg'>", "<br>", rng.choice(words)])
+            for _ in range(rng.randint(0, 4))
+        )
+        return f"<{tag}>{rng.choice(words)}{inner}</{tag}>{rng.choice(words)}"
+
+    for _ in range(300):
+        root = parse_html(f"<html><head><title>t</title></head><body>{rng.choice(words)}{element(0)}{element(0)}</body></html>")
+        index = index_page(root, "https://example.org/", ExtractConfig())
+        flat, pieces, images = _index_by_iterwalk(root)
+        assert index.flat == flat
+        assert list(zip(index.piece_starts, index.piece_orders, index.piece_owners)) == pieces
+        assert [(r.order, r.flat_offset, r.element) for r in index.images] == images
