@@ -110,11 +110,10 @@ def index_page(root: etree._Element, base: str, config: ExtractConfig) -> PageIn
     start and end events as ``iterwalk`` would; the elements inside a skipped subtree
     have none."""
     index = PageIndex()
-    chunks: list[str] = []
-    starts, orders, owners = index.piece_starts, index.piece_orders, index.piece_owners
+    pieces: list[tuple[int, etree._Element, str]] = []  # (order, owner, text) of each text piece
     images = index.images
+    image_pieces: list[int] = []  # pieces before each image
     skip = _SKIP_SUBTREES
-    offset = 0
     order = 0
     # The chain of open elements, below a stand-in for what holds the root. The page
     # is parsed without comments and processing instructions, and libxml2 writes tag
@@ -138,12 +137,7 @@ def index_page(root: etree._Element, base: str, config: ExtractConfig) -> PageIn
             text = top.tail
             top = open_elements[-1]
             if text and not text.isspace() and top is not None:
-                squeezed = "".join(text.split())
-                starts.append(offset)
-                orders.append(order)
-                owners.append(top)
-                chunks.append(squeezed)
-                offset += len(squeezed)
+                pieces.append((order, top, text))
         if el is None:
             break
         order += 1
@@ -157,15 +151,19 @@ def index_page(root: etree._Element, base: str, config: ExtractConfig) -> PageIn
                 skip_to = last
             continue
         if tag == "img":
-            images.append(ImageRecord(el, order, offset, base, config))
+            images.append(ImageRecord(el, order, 0, base, config))
+            image_pieces.append(len(pieces))
             continue
         text = el.text
         if text and not text.isspace():
-            squeezed = "".join(text.split())
-            starts.append(offset)
-            orders.append(order)
-            owners.append(el)
-            chunks.append(squeezed)
-            offset += len(squeezed)
+            pieces.append((order, el, text))
+    chunks = ["".join(text.split()) for _, _, text in pieces]
+    starts = list(itertools.accumulate(map(len, chunks), initial=0))
+    for record, before in zip(images, image_pieces):
+        record.flat_offset = starts[before]
+    starts.pop()  # the end of the last piece
+    index.piece_starts = starts
+    index.piece_orders = [order for order, _, _ in pieces]
+    index.piece_owners = [owner for _, owner, _ in pieces]
     index.flat = "".join(chunks)
     return index
