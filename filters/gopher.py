@@ -35,7 +35,8 @@ import numpy as np
 
 from mmcurate.filters import reasons
 from mmcurate.filters.content import WORD_COUNT
-from mmcurate.filters.text import NgramHashes, TextView, count_with_letter, ngram_hashes, token_ids, view_of
+from mmcurate.filters.ngram_keys import NgramHashes, ngram_hashes, token_ids
+from mmcurate.filters.text import TextView, count_with_letter, view_of
 from mmcurate.filters.verdict import Verdict, keep, reject
 from mmcurate.schemas import Document
 

@@ -48,7 +48,8 @@ import numpy as np
 
 from mmcurate.filters import reasons
 from mmcurate.filters.content import WORD_COUNT
-from mmcurate.filters.text import TextView, char_ids, ngram_hashes, token_ids, view_of, word_units
+from mmcurate.filters.ngram_keys import char_ids, ngram_hashes, token_ids
+from mmcurate.filters.text import TextView, view_of, word_units
 from mmcurate.filters.verdict import Verdict, keep, reject
 from mmcurate.schemas import Document
 

@@ -144,7 +144,7 @@ def test_ngram_fractions_take_np_uniques_groups():
     import numpy as np
 
     from mmcurate.filters.gopher import duplicate_ngram_char_fraction, top_ngram_char_fraction
-    from mmcurate.filters.text import ngram_hashes, token_ids
+    from mmcurate.filters.ngram_keys import ngram_hashes, token_ids
 
     def top_by_unique(lengths, n, total, keys):
         _, first, counts = np.unique(keys, return_index=True, return_counts=True)

@@ -93,7 +93,7 @@ def test_ngram_hashes_made_one_size_from_the_last_are_ngram_hashes():
 
     import numpy as np
 
-    from mmcurate.filters.text import NgramHashes, ngram_hashes, token_ids
+    from mmcurate.filters.ngram_keys import NgramHashes, ngram_hashes, token_ids
 
     rng = random.Random(1)
     for length in (0, 1, 2, 3, 5, 11, 300):

@@ -8,7 +8,8 @@ import pytest
 
 from mmcurate.filters import text
 from mmcurate.filters.language import _URLISH, _sample_line
-from mmcurate.filters.text import TextView, count_sentences, count_with_letter, has_letter, token_ids
+from mmcurate.filters.ngram_keys import token_ids
+from mmcurate.filters.text import TextView, count_sentences, count_with_letter, has_letter
 
 # Latin, accented Latin, Greek, Cyrillic, Arabic, Hebrew, Devanagari (with its vowel
 # signs and virama), Thai, Hangul, kana, ideographs, full-width forms, CJK
