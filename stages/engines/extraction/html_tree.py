@@ -134,9 +134,11 @@ def hreflang_links(root: etree._Element, base: str) -> tuple[tuple[str, str], ..
     seen: set[tuple[str, str]] = set()
     out: list[tuple[str, str]] = []
     for link in root.iter("link"):
-        lang = (link.get("hreflang") or "").strip()
-        rel = (link.get("rel") or "").lower().split()
-        if not lang or "alternate" not in rel:
+        lang = link.get("hreflang")
+        if not lang:  # most links: stylesheets, icons, preloads
+            continue
+        lang = lang.strip()
+        if not lang or "alternate" not in (link.get("rel") or "").lower().split():
             continue
         href = http_url(link.get("href"), base)
         if href and (lang, href) not in seen:

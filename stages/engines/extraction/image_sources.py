@@ -217,6 +217,8 @@ def image_source(img: etree._Element, base: str, config: ExtractConfig) -> Image
             if found:
                 (matching if _media_matches(source.get("media") or "", viewport) else others).append(found)
     own = _candidates(_srcset_of(img), img.get("sizes") or "", base, viewport, width, height)
+    if not own and not matching and not others:  # most images: src alone
+        return ImageSource(plain or http_url(src, base), (), width, height)
     # HTML: src joins the img's own set as its 1x candidate unless the set has
     # width descriptors or a 1x candidate already.
     if plain and not any(c.kind == "w" or c.density == 1.0 for c in own):
