@@ -110,7 +110,9 @@ def index_page(root: etree._Element, base: str, config: ExtractConfig) -> PageIn
     start and end events as ``iterwalk`` would; the elements inside a skipped subtree
     have none."""
     index = PageIndex()
-    pieces: list[tuple[int, etree._Element, str]] = []  # (order, owner, text) of each text piece
+    # Each text piece's order, owner and text (parallel lists: no tuple per piece for
+    # the garbage collector to count).
+    orders, owners, texts = index.piece_orders, index.piece_owners, []
     images = index.images
     image_pieces: list[int] = []  # pieces before each image
     skip = _SKIP_SUBTREES
@@ -137,7 +139,9 @@ def index_page(root: etree._Element, base: str, config: ExtractConfig) -> PageIn
             text = top.tail
             top = open_elements[-1]
             if text and not text.isspace() and top is not None:
-                pieces.append((order, top, text))
+                orders.append(order)
+                owners.append(top)
+                texts.append(text)
         if el is None:
             break
         order += 1
@@ -152,18 +156,18 @@ def index_page(root: etree._Element, base: str, config: ExtractConfig) -> PageIn
             continue
         if tag == "img":
             images.append(ImageRecord(el, order, 0, base, config))
-            image_pieces.append(len(pieces))
+            image_pieces.append(len(texts))
             continue
         text = el.text
         if text and not text.isspace():
-            pieces.append((order, el, text))
-    chunks = ["".join(text.split()) for _, _, text in pieces]
+            orders.append(order)
+            owners.append(el)
+            texts.append(text)
+    chunks = ["".join(text.split()) for text in texts]
     starts = list(itertools.accumulate(map(len, chunks), initial=0))
     for record, before in zip(images, image_pieces):
         record.flat_offset = starts[before]
     starts.pop()  # the end of the last piece
     index.piece_starts = starts
-    index.piece_orders = [order for order, _, _ in pieces]
-    index.piece_owners = [owner for _, owner, _ in pieces]
     index.flat = "".join(chunks)
     return index
