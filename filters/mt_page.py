@@ -132,8 +132,8 @@ def _count(pattern: re.Pattern, low: str, anchors: tuple[str, ...], scans: dict[
 
 
 # A page holds an anchor in its lowered text only if its UTF-8 bytes, ASCII letters
-# lowered, hold one of these: each anchor holds one once its characters beyond ASCII
-# are left out ("übersetz" -> "bersetz"; 翻 for both Chinese and Japanese ones), and
+# lowered, hold one of these: each anchor holds one within an unbroken run of its ASCII
+# characters ("übersetz" -> "bersetz"; 翻 for both Chinese and Japanese ones), and
 # those ASCII letters come from ASCII letters of the page: the only characters beyond
 # ASCII that lower to an ASCII letter are U+212A KELVIN SIGN ("k") and U+0130 ("i" and
 # a combining dot above), and no anchor holds a "k", a combining dot, or ends in "i"

@@ -305,15 +305,10 @@ def tokens(text: str, spans: list[tuple[int, int]] | None = None) -> list[str]:
     return _merge_unspaced(text, pattern, spans)
 
 
-def has_letter(token: str) -> bool:
-    """Whether ``token`` holds an alphabetic character (``str.isalpha``); a word
-    that is letters only answers in one call."""
-    return token.isalpha() or any(map(str.isalpha, token))
-
-
 def count_with_letter(tokens: list[str]) -> int:
-    """``sum(map(has_letter, tokens))``: the tokens that are letters only are passed
-    over in C (``filterfalse``), and only the others are looked into."""
+    """The tokens that hold an alphabetic character (``str.isalpha``): those that
+    are letters only are passed over in C (``filterfalse``), and only the others
+    are looked into."""
     others = list(filterfalse(str.isalpha, tokens))
     return len(tokens) - len(others) + sum(1 for token in others if any(map(str.isalpha, token)))
 

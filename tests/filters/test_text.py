@@ -88,23 +88,6 @@ def test_unspaced_ratio_is_the_share_of_letters_in_unspaced_scripts():
     assert unspaced_ratio("〇〇〇 ab") == 1.0
 
 
-def test_ngram_hashes_made_one_size_from_the_last_are_ngram_hashes():
-    import random
-
-    import numpy as np
-
-    from mmcurate.filters.ngram_keys import NgramHashes, ngram_hashes, token_ids
-
-    rng = random.Random(1)
-    for length in (0, 1, 2, 3, 5, 11, 300):
-        ids = token_ids([rng.choice("abcdefgh") for _ in range(length)])
-        made = NgramHashes(ids)
-        for n in (1, 2, 3, 4, 5, 7, 10, 12, 3, 11):  # a smaller size again, and past the end
-            keys = made(n)
-            assert keys.dtype == np.uint64 and np.array_equal(keys, ngram_hashes(ids, n)), (length, n)
-            assert len(keys) == max(length - n + 1, 0)
-
-
 def test_re_reads_the_token_class_as_regex_does_but_for_four_spaces():
     """tokens() of a text with an unspaced script takes re's reading of _SPACED_TOKEN
     when the text holds none of U+001C-U+001F, the only characters the two class apart."""

@@ -108,7 +108,9 @@ def index_page(root: etree._Element, base: str, config: ExtractConfig) -> PageIn
     end events) with the chain of open elements kept here: an element's end, and its
     tail, come when the walk reaches an element that is not inside it. Orders count
     start and end events as ``iterwalk`` would; the elements inside a skipped subtree
-    have none."""
+    have none. ``root`` is a document's root from ``parse_html``, whose parser drops
+    comments and processing instructions: the walk reads every node's text as the
+    page's, and the root's own tail is not walked."""
     index = PageIndex()
     # Each text piece's order, owner and text (parallel lists: no tuple per piece for
     # the garbage collector to count).
