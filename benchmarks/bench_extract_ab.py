@@ -26,18 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tests"))
 from bench_heuristics_ab import BATCH, export  # noqa: E402
-from bench_text_parts import settings, warc_of  # noqa: E402
-
-
-def read_pages(n_pages: int, config) -> list:
-    from mmcurate.schemas import Page
-    from mmcurate.stages.read import ReadWarcFileFn
-
-    reader = ReadWarcFileFn(config.read)
-    reader.setup()
-    path = str(warc_of(n_pages))
-    with open(path, "rb") as raw:
-        return [x for batch in reader.read_stream(path, raw) for x in batch if isinstance(x, Page)]
+from bench_text_parts import read_pages, settings  # noqa: E402
 
 
 def side(adapter, page_documents, result, extract_config, spent: collections.Counter, key: str):
@@ -84,7 +73,7 @@ def main() -> None:
 
         new_config = settings()
         old_config = ref_config(None, ["extract.mode=balanced", *MMCURATE_TEXT_SETTINGS])
-        pages = read_pages(args.pages, new_config)
+        pages, _ = read_pages(args.pages, new_config)
         spent: collections.Counter = collections.Counter()
         sides = {
             "old": side(old_adapter, old_documents, old_result, old_config.extract, spent, "old"),

@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tests"))
-from bench_text_parts import settings, warc_of  # noqa: E402
+from bench_text_parts import read_pages, settings  # noqa: E402
 
 BATCH = 50
 
@@ -56,18 +56,12 @@ def export(ref: str, into: Path) -> None:
 
 def read_documents(n_pages: int) -> bytes:
     """The extracted documents of ``n_pages`` generated pages, pickled."""
-    from mmcurate.schemas import Page
     from mmcurate.stages.engines.extraction import trafilatura_adapter
     from mmcurate.stages.engines.extraction.page_documents import extract_document
     from mmcurate.stages.engines.extraction.result import checked
-    from mmcurate.stages.read import ReadWarcFileFn
 
     config = settings()
-    reader = ReadWarcFileFn(config.read)
-    reader.setup()
-    path = str(warc_of(n_pages))
-    with open(path, "rb") as raw:
-        pages = [x for batch in reader.read_stream(path, raw) for x in batch if isinstance(x, Page)]
+    pages, _ = read_pages(n_pages, config)
 
     def extract(html, url):
         return checked(trafilatura_adapter.extract_trafilatura(html, url, config.extract), "trafilatura")

@@ -88,29 +88,37 @@ def settings():
     return load_config(None, ["extract.mode=balanced", *MMCURATE_TEXT_SETTINGS])
 
 
+def read_pages(n_pages: int, config) -> tuple[list, float]:
+    """The Pages of the generated WARC of ``n_pages`` (warc_of), read as the read stage
+    does, and the CPU seconds of this thread the reading took (the reader's set-up apart)."""
+    from mmcurate.schemas import Page
+    from mmcurate.stages.read import ReadWarcFileFn
+
+    reader = ReadWarcFileFn(config.read)
+    reader.setup()
+    path = str(warc_of(n_pages))
+    started = time.thread_time()
+    with open(path, "rb") as raw:
+        pages = [x for batch in reader.read_stream(path, raw) for x in batch if isinstance(x, Page)]
+    return pages, time.thread_time() - started
+
+
 def parts(n_pages: int) -> None:
     for name in ADAPTER_PARTS:
         timed(ADAPTER, name, f"extract: {name.lstrip('_')}")
     timed(PAGE_DOCUMENTS, "page_markers", "extract: page_markers (MT markers of the raw HTML)")
     timed(PAGE_DOCUMENTS, "with_canonical_urls", "extract: with_canonical_urls")
-    from mmcurate.schemas import Page
     from mmcurate.stages.engines.extraction import trafilatura_adapter
     from mmcurate.stages.engines.extraction.page_documents import extract_document
     from mmcurate.stages.engines.extraction.result import checked
     from mmcurate.stages.heuristics import build_steps
-    from mmcurate.stages.read import ReadWarcFileFn
     from mmcurate.stages.results import apply_filters
 
     builder = trafilatura_adapter.NodeBuilder
     builder.block = _timing(builder.block, "extract: nodes from trafilatura's tree")
     config = settings()
-    path = str(warc_of(n_pages))
-    reader = ReadWarcFileFn(config.read)
-    reader.setup()
-    started = time.thread_time()
-    with open(path, "rb") as raw:
-        pages = [x for batch in reader.read_stream(path, raw) for x in batch if isinstance(x, Page)]
-    read_ms = 1000 * (time.thread_time() - started) / len(pages)
+    pages, read_seconds = read_pages(n_pages, config)
+    read_ms = 1000 * read_seconds / len(pages)
     steps = [timed_step(step) for step in build_steps(config.heuristics)]
 
     def extract(html, url):

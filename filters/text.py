@@ -74,8 +74,7 @@ def count_words(text: str) -> int:
         return len(_ASCII_WORD.findall(text))
     if not _UNSPACED_CHAR.search(text):
         return len(_word_pattern(text).findall(text))
-    words = _unspaced_words(text)
-    return len(words) + len(_spaced_outside(text, _word_pattern(text), words))
+    return len(_merge_unspaced(text, _word_pattern(text)))
 
 
 def character_units(text: str) -> list[str]:
@@ -235,21 +234,6 @@ def _unspaced_words(text: str) -> list[tuple[int, int]]:
             spans.append((start, end))
         start = end
     return spans
-
-
-def _spaced_outside(text: str, spaced: "regex.Pattern", words: list[tuple[int, int]]) -> list["regex.Match"]:
-    """The ``spaced`` matches of ``text`` that do not start inside an unspaced word."""
-    out = []
-    i, n = 0, len(words)
-    end = -1  # end of the last word that starts at or before the match (see _merge_unspaced)
-    for m in spaced.finditer(text):
-        start = m.start()
-        while i < n and words[i][0] <= start:
-            end = words[i][1]
-            i += 1
-        if start >= end:
-            out.append(m)
-    return out
 
 
 def _merge_unspaced(text: str, spaced: "regex.Pattern", words: list[tuple[int, int]] | None = None) -> list[str]:

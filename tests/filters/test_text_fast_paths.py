@@ -51,7 +51,7 @@ def _merge_reference(sample: str, spaced, words):
             i += 1
         out.append(m.group())
     out.extend(sample[s:e] for s, e in words[i:])
-    return out, extra
+    return out
 
 
 def test_the_one_pass_merge_is_the_bisect_merge():
@@ -59,9 +59,8 @@ def test_the_one_pass_merge_is_the_bisect_merge():
     for sample in _texts(7, 1500):
         words = text._unspaced_words(sample)
         for pattern in (text._SPACED_WORD, text._SPACED_TOKEN, text._UNSPACED_TEXT_TOKEN):
-            merged, extra = _merge_reference(sample, pattern, words)
+            merged = _merge_reference(sample, pattern, words)
             assert text._merge_unspaced(sample, pattern, words) == merged, sample
-            assert [m.span() for m in text._spaced_outside(sample, pattern, words)] == [m.span() for m in extra]
         checked += bool(words)
     assert checked > 500  # most samples hold an unspaced-script word
 
