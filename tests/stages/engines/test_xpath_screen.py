@@ -140,7 +140,10 @@ def _fixture_pages() -> list[tuple[str, str]]:
     return pages
 
 
-@pytest.mark.parametrize("config", [ExtractConfig(), ExtractConfig(mode="precision", with_metadata=True)], ids=["balanced", "precision-metadata"])
+CONFIGS = [ExtractConfig(), ExtractConfig(mode="precision", with_metadata=True), ExtractConfig(mode="recall", fallback=True)]
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=["balanced", "precision-metadata", "recall-fallback"])
 def test_extractions_are_the_same_with_and_without_screening(screened, config):
     compared = 0
     for html, url in _fixture_pages():
