@@ -54,6 +54,8 @@ def _prepare_trafilatura() -> None:
     page (xpath_screen: same selections, a fraction of the calls)."""
     global _prepared
     if not _prepared:
+        import trafilatura  # noqa: F401  (its modules must be loaded to be screened)
+
         logging.getLogger("trafilatura").setLevel(logging.ERROR)
         screen_xpaths("trafilatura")
         _prepared = True

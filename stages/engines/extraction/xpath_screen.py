@@ -20,6 +20,10 @@ decided once against all of the page's values of those attributes:
   without the attribute are not asked (the test is false on them, since its pattern
   cannot match an empty string).
 
+Union branches that the ``false()`` tests leave selecting nothing are dropped, and an
+expression left with none is not run (xpath_fold), since libxml2 would still visit
+every element to find nothing.
+
 A pattern that can match an empty string is left as it is. The values are joined by
 newlines and searched once (with ``re.MULTILINE``, so ``^`` and ``$`` still see each
 value's ends); a pattern with a lookaround, ``\\A`` or ``\\Z``, which could read across
@@ -43,6 +47,8 @@ from collections.abc import Iterator
 
 from lxml import etree
 
+from mmcurate.stages.engines.extraction.xpath_fold import without_empty_branches
+
 EXSLT_REGEXP = "http://exslt.org/regular-expressions"
 # re:test over attributes of the context element, with a literal pattern and flags
 _RE_TEST = re.compile(r"re:test\(\s*(@[\w-]+(?:\s*\|\s*@[\w-]+)*)\s*,\s*'([^']*)'\s*(?:,\s*'([^']*)'\s*)?\)")
@@ -52,6 +58,7 @@ _READS_ACROSS = re.compile(r"\(\?<?[=!]|\\[AZ]")
 _PREFIX = re.compile(r"(?<![:\w.-])([A-Za-z_][\w.-]*):(?![:=])")
 _LITERAL = re.compile(r"'[^']*'|\"[^\"]*\"")
 _local = threading.local()
+_NOTHING = object()  # a variant that selects nothing on any tree: not run
 
 
 class RegexTest:
@@ -107,7 +114,7 @@ class ScreenedXPath:
         self.plain = plain
         self.path = plain.path
         self._calls = [(m.span(), RegexTest(*m.groups(default=""))) for m in _RE_TEST.finditer(plain.path)]
-        self._variants: dict[tuple[bool, ...], etree.XPath] = {}
+        self._variants: dict[tuple[bool, ...], etree.XPath | object] = {}
 
     @property
     def attributes(self) -> set[str]:
@@ -120,8 +127,9 @@ class ScreenedXPath:
         key = tuple(test.matches_empty or page.possible(test) for _, test in self._calls)
         variant = self._variants.get(key)
         if variant is None:
-            variant = self._variants[key] = etree.XPath(self.rewritten(key), namespaces={"re": EXSLT_REGEXP})
-        return variant(tree)
+            path = without_empty_branches(self.rewritten(key))
+            variant = self._variants[key] = _NOTHING if path is None else etree.XPath(path, namespaces={"re": EXSLT_REGEXP})
+        return [] if variant is _NOTHING else variant(tree)
 
     def rewritten(self, possible: tuple[bool, ...]) -> str:
         """The expression with each impossible test as ``false()`` and each possible one
