@@ -48,6 +48,28 @@ def side(adapter, page_documents, result, extract_config, spent: collections.Cou
     return lambda page: page_documents.extract_document(page, extract_config, extract)[0]
 
 
+def screening_of(package: str):
+    """A function that makes trafilatura's XPath expressions those ``package``'s tree
+    screens (stages/engines/extraction/xpath_screen), or the plain ones if it has none.
+    Both trees share one trafilatura: without this, both would run with whichever
+    screening was installed first. Called before each side's pages."""
+
+    def use() -> None:
+        for name, module in list(sys.modules.items()):
+            if module is None or not (name == "trafilatura" or name.startswith("trafilatura.")):
+                continue
+            for attr, value in list(vars(module).items()):
+                if type(value).__name__ == "ScreenedXPath":
+                    setattr(module, attr, value.plain)
+                elif isinstance(value, list):
+                    value[:] = [item.plain if type(item).__name__ == "ScreenedXPath" else item for item in value]
+        screen = sys.modules.get(f"{package}.stages.engines.extraction.xpath_screen")
+        if screen is not None:
+            screen.install("trafilatura")
+
+    return use
+
+
 def outcome(doc) -> tuple:
     signals = sorted((k, v) for k, v in doc.signals.items() if k != "extract.seconds")
     return doc.doc_id, repr(doc.nodes), doc.title, tuple(doc.hreflang), signals, sorted(doc.metadata.items())
@@ -79,8 +101,14 @@ def main() -> None:
             "old": side(old_adapter, old_documents, old_result, old_config.extract, spent, "old"),
             "new": side(new_adapter, new_documents, new_result, new_config.extract, spent, "new"),
         }
+        for adapter in (old_adapter, new_adapter):  # each tree's once-per-process set-up, before either runs
+            getattr(adapter, "_prepare_trafilatura", lambda: None)()
+        use = {"old": screening_of("mmref"), "new": screening_of("mmcurate")}
         for page in pages:  # warm-up, and the same documents from both
-            if outcome(sides["old"](page)) != outcome(sides["new"](page)):
+            use["old"]()
+            old = outcome(sides["old"](page))
+            use["new"]()
+            if old != outcome(sides["new"](page)):
                 raise SystemExit(f"{page.doc_id}: the two trees disagree")
         spent.clear()
         collecting = collections.Counter()  # the garbage collector's CPU, by side
@@ -99,6 +127,7 @@ def main() -> None:
             for i in range(0, len(pages), BATCH):
                 for key in ("old", "new") if (i // BATCH + p) % 2 == 0 else ("new", "old"):
                     extract = sides[key]
+                    use[key]()
                     running["side"] = key
                     started = time.thread_time()
                     for page in pages[i : i + BATCH]:
