@@ -1,40 +1,47 @@
-"""trafilatura's XPath expressions with their regular-expression tests screened per page.
+"""trafilatura's XPath expressions with their attribute tests decided once per page.
 
-trafilatura selects content and boilerplate with XPath expressions that test ``class``,
-``id`` and ``style`` values against regular expressions (EXSLT ``re:test``). libxml2
-cannot run those itself, so lxml calls back into Python for every element a test is
-asked about, with or without the attribute: most of trafilatura's XPath time.
+trafilatura selects content, boilerplate and metadata with XPath expressions that test
+attribute values: against regular expressions (EXSLT ``re:test``), which libxml2
+cannot run itself, so lxml calls back into Python for every element a test is asked
+about, with or without the attribute; and against literals (``@class='post'``,
+``contains(@style, 'display:none')``, ``starts-with(@id, 'reply-')``), which libxml2
+checks on every element.
 
 Most of those tests cannot succeed anywhere on a given page: no ``class`` of the page
 contains "cookie", no ``id`` reads "comments". Every tree trafilatura queries while it
 extracts one page is the page's own tree, a copy of it or a part of one, with elements
-removed, renamed or given trafilatura's own attributes (``rend``, ``role``, ``target``,
-``href``, ``src``, ``alt``, ``title``, ``type``); no ``class``, ``id`` or ``style``
-value appears that the page did not have. So, while a page is screened
-(:func:`screening`), each ``re:test(@attr, 'pattern'[, 'flags'])`` of an expression is
-decided once against all of the page's values of those attributes:
+removed, renamed or given trafilatura's own attributes (``WRITTEN_BY_TRAFILATURA``:
+``rend``, ``role``, ``target``, ``href``, ``src``, ``alt``, ``title``, ``type``); no
+value of another attribute appears that the page did not have. So, while a page is
+screened (:func:`screening`), each ``re:test``, ``contains`` or ``starts-with`` of
+attributes with literal arguments, and each equality of attributes with a literal (as a
+whole operand of ``or``/``and``, a predicate or a group), is decided once against all of
+the page's values of those attributes, unless it reads one of trafilatura's own:
 
-- no value matches: the test is false on every element, and the expression is run
-  with ``false()`` in its place;
-- some value matches: the test runs as before, behind ``(@attr) and``, so elements
-  without the attribute are not asked (the test is false on them, since its pattern
-  cannot match an empty string).
+- no value passes: the test is false on every element, and the expression is run with
+  ``false()`` in its place;
+- some value passes: the test runs as before; a ``re:test`` behind ``(@attr) and``, so
+  elements without the attribute are not asked (the test is false on them, since its
+  pattern cannot match an empty string).
 
 Union branches that the ``false()`` tests leave selecting nothing are dropped, and an
 expression left with none is not run (xpath_fold), since libxml2 would still visit
 every element to find nothing.
 
-A pattern that can match an empty string is left as it is. The values are joined by
-newlines and searched once (with ``re.MULTILINE``, so ``^`` and ``$`` still see each
-value's ends); a pattern with a lookaround, ``\\A`` or ``\\Z``, which could read across
-a value's end, is searched in each value instead. Either way a value that matches alone
-makes the page's test possible, so a screened expression selects what the plain one
-selects. Outside :func:`screening`, or called with XPath variables, a screened
-expression is the plain one. Each rewritten expression is compiled once per
-combination of possible tests and kept.
+A test that holds for an element without the attribute (a pattern that matches an empty
+string, ``contains(@a, '')``) is left as it is. The values are joined by newlines and
+searched once (a regular expression with ``re.MULTILINE``, so ``^`` and ``$`` still see
+each value's ends); a pattern with a lookaround, ``\\A`` or ``\\Z``, which could read
+across a value's end, is searched in each value instead. Either way a value that passes
+alone makes the page's test possible, so a screened expression selects what the plain
+one selects. Outside :func:`screening`, or called with XPath variables, a screened
+expression is the plain one. Each rewritten expression is compiled once per combination
+of possible tests and kept.
 
-``tests/stages/engines/test_xpath_screen.py`` compares each screened expression with
-its plain one on random trees, and whole extractions with and without screening.
+``tests/stages/engines/test_xpath_screen.py`` compares each screened expression with its
+plain one on random trees, compares whole extractions with and without screening, and
+checks on the fixture pages that every tree a screened expression is asked about holds
+only the page's values.
 """
 
 from __future__ import annotations
@@ -50,8 +57,21 @@ from lxml import etree
 from mmcurate.stages.engines.extraction.xpath_fold import without_empty_branches
 
 EXSLT_REGEXP = "http://exslt.org/regular-expressions"
-# re:test over attributes of the context element, with a literal pattern and flags
-_RE_TEST = re.compile(r"re:test\(\s*(@[\w-]+(?:\s*\|\s*@[\w-]+)*)\s*,\s*'([^']*)'\s*(?:,\s*'([^']*)'\s*)?\)")
+_ATTRIBUTES = r"@[\w-]+(?:\s*\|\s*@[\w-]+)*"
+# the tests screened: re:test, contains and starts-with of attributes of the context
+# element with literal arguments, and an attribute's equality with a literal
+_TEST = re.compile(
+    rf"(?<![\w:.-])re:test\(\s*(?P<attributes>{_ATTRIBUTES})\s*,\s*'(?P<pattern>[^']*)'\s*(?:,\s*'(?P<flags>[^']*)'\s*)?\)"
+    rf"|(?<![\w:.-])(?P<function>contains|starts-with)\(\s*(?P<searched>{_ATTRIBUTES})\s*,\s*'(?P<text>[^']*)'\s*\)"
+    rf"|(?P<compared>{_ATTRIBUTES})\s*=\s*'(?P<value>[^']*)'"
+)
+# an equality is screened only as a whole operand of "or"/"and", a predicate or a group
+# (``@b|@a='x'`` compares the union, not ``@a``)
+_BEFORE = re.compile(r"(?:[\[(]|(?<![\w.-])(?:or|and))\s*$")
+_AFTER = re.compile(r"\s*(?:[\])]|(?:or|and)(?![\w.-]))")
+# attributes trafilatura sets while it extracts (tests/stages/engines/test_xpath_screen.py
+# checks the list against its source): their values need not be the page's
+WRITTEN_BY_TRAFILATURA = frozenset({"alt", "href", "rend", "role", "src", "target", "title", "type"})
 # constructs whose match in one value might not be one in the newline-joined values
 _READS_ACROSS = re.compile(r"\(\?<?[=!]|\\[AZ]")
 # a namespace prefix (``re:``), not an axis (``self::``), outside string literals
@@ -61,19 +81,53 @@ _local = threading.local()
 _NOTHING = object()  # a variant that selects nothing on any tree: not run
 
 
-class RegexTest:
-    """One ``re:test`` call of an expression, compiled as lxml's EXSLT extension
-    compiles it (``re.UNICODE``, plus ``re.IGNORECASE`` when the flags hold ``i``)."""
+class AttributeTest:
+    """One test of an expression on attribute values: ``re:test`` (compiled as lxml's
+    EXSLT extension compiles it: ``re.UNICODE``, plus ``re.IGNORECASE`` when the flags
+    hold ``i``), ``contains``, ``starts-with`` or ``=`` with a literal."""
 
-    __slots__ = ("attributes", "key", "regex", "joined", "matches_empty")
+    __slots__ = ("kind", "attributes", "operand", "key", "regex", "joined", "matches_empty")
 
-    def __init__(self, attributes: str, pattern: str, flags: str) -> None:
+    def __init__(self, kind: str, attributes: str, operand: str, flags: str = "") -> None:
+        self.kind = kind
         self.attributes = tuple(a.strip()[1:] for a in attributes.split("|"))
-        ignore_case = re.IGNORECASE if "i" in flags else 0
-        self.key = (self.attributes, pattern, ignore_case)
-        self.regex = re.compile(pattern, re.UNICODE | ignore_case)
-        self.joined = None if _READS_ACROSS.search(pattern) else re.compile(pattern, re.UNICODE | ignore_case | re.MULTILINE)
-        self.matches_empty = self.regex.search("") is not None
+        self.operand = operand
+        self.regex = self.joined = None
+        if kind == "re:test":
+            ignore_case = re.IGNORECASE if "i" in flags else 0
+            self.regex = re.compile(operand, re.UNICODE | ignore_case)
+            if not _READS_ACROSS.search(operand):
+                self.joined = re.compile(operand, re.UNICODE | ignore_case | re.MULTILINE)
+            self.matches_empty = self.regex.search("") is not None
+        else:
+            # an element without the attribute: contains('', x) and starts-with('', x)
+            # hold only for x = ''; an empty node-set equals nothing
+            self.matches_empty = kind != "=" and operand == ""
+        self.key = (kind, self.attributes, operand, flags)
+
+    @classmethod
+    def of(cls, match: re.Match) -> AttributeTest:
+        if match["attributes"]:
+            return cls("re:test", match["attributes"], match["pattern"], match["flags"] or "")
+        if match["function"]:
+            return cls(match["function"], match["searched"], match["text"])
+        return cls("=", match["compared"], match["value"])
+
+
+def _tests(path: str) -> list[tuple[tuple[int, int], AttributeTest]]:
+    """The screenable tests of ``path`` with their spans, in order."""
+    literals = [m.span() for m in _LITERAL.finditer(path)]
+    found = []
+    for match in _TEST.finditer(path):
+        start, end = match.span()
+        if any(a < start < b for a, b in literals):
+            continue  # inside a string literal
+        if match["compared"] and not (_BEFORE.search(path, 0, start) and _AFTER.match(path, end)):
+            continue
+        test = AttributeTest.of(match)
+        if not WRITTEN_BY_TRAFILATURA.intersection(test.attributes):
+            found.append(((start, end), test))
+    return found
 
 
 class PageValues:
@@ -83,37 +137,45 @@ class PageValues:
     __slots__ = ("_values", "_joined", "_possible")
 
     def __init__(self, root: etree._Element) -> None:
-        self._values = {name: list(dict.fromkeys(path(root))) for name, path in _paths.items()}
+        # each attribute's distinct values, in a dict for the equality tests
+        self._values = {name: dict.fromkeys(path(root)) for name, path in _paths.items()}
         self._joined: dict[str, str] = {}
         self._possible: dict[tuple, bool] = {}
 
-    def possible(self, test: RegexTest) -> bool:
-        """Whether some value of ``test``'s attributes on this page matches its pattern."""
+    def possible(self, test: AttributeTest) -> bool:
+        """Whether some value of ``test``'s attributes on this page passes it."""
         found = self._possible.get(test.key)
         if found is None:
             found = any(self._matches(test, name) for name in test.attributes)
             self._possible[test.key] = found
         return found
 
-    def _matches(self, test: RegexTest, name: str) -> bool:
+    def _matches(self, test: AttributeTest, name: str) -> bool:
         values = self._values.get(name)
         if values is None:  # an attribute no installed expression tests: cannot decide
             return True
-        if test.joined is None:
+        if test.kind == "=":
+            return test.operand in values
+        if test.kind == "re:test" and test.joined is None:
             return any(map(test.regex.search, values))
         joined = self._joined.get(name)
         if joined is None:
-            joined = self._joined[name] = "\n".join(values)
-        return test.joined.search(joined) is not None
+            # a leading newline, so that each value starts after one
+            joined = self._joined[name] = "\n" + "\n".join(values)
+        if test.kind == "re:test":
+            return test.joined.search(joined) is not None
+        if test.kind == "contains":
+            return test.operand in joined
+        return "\n" + test.operand in joined  # starts-with
 
 
 class ScreenedXPath:
-    """Drop-in for an ``etree.XPath`` whose ``re:test`` calls are decided per page."""
+    """Drop-in for an ``etree.XPath`` whose attribute tests are decided per page."""
 
     def __init__(self, plain: etree.XPath) -> None:
         self.plain = plain
         self.path = plain.path
-        self._calls = [(m.span(), RegexTest(*m.groups(default=""))) for m in _RE_TEST.finditer(plain.path)]
+        self._calls = _tests(plain.path)
         self._variants: dict[tuple[bool, ...], etree.XPath | object] = {}
 
     @property
@@ -152,7 +214,7 @@ class ScreenedXPath:
 def screenable(path: str) -> bool:
     """An expression this module can rewrite: it has a ``re:test`` call of the form
     above and uses no namespace prefix but ``re``."""
-    return bool(_RE_TEST.search(path)) and set(_PREFIX.findall(_LITERAL.sub("''", path))) == {"re"}
+    return bool(_tests(path)) and set(_PREFIX.findall(_LITERAL.sub("''", path))) <= {"re"}
 
 
 _installed: dict[int, ScreenedXPath] = {}

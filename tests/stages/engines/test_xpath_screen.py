@@ -15,7 +15,7 @@ from mmcurate.pipeline.config import ExtractConfig, load_config
 from mmcurate.schemas import Page
 from mmcurate.stages.engines.extraction import trafilatura_adapter, xpath_screen
 from mmcurate.stages.engines.extraction.html_tree import parse_html
-from mmcurate.stages.engines.extraction.xpath_screen import RegexTest, ScreenedXPath, screening
+from mmcurate.stages.engines.extraction.xpath_screen import AttributeTest, ScreenedXPath, screening
 from mmcurate.stages.read import ReadWarcFileFn
 from pagebuild import labelled_pages
 
@@ -124,7 +124,7 @@ def test_plain_outside_a_page_and_with_variables():
         assert [e.text for e in expression(root)] == ["x"]
         assert expression(root, unused=1) == plain(root, unused=1)
     assert xpath_screen.screenable(plain.path)
-    assert not xpath_screen.screenable(".//p[contains(@class, 're:test(@class, a)')]")
+    assert not xpath_screen.screenable(""".//p[text()="re:test(@class, 'a') or @a='b'"]""")  # inside a literal
     assert not xpath_screen.screenable(".//x:p[re:test(@class, 'a')]")
     assert xpath_screen.screenable(".//p[contains(@style, 'display:none') or re:test(@class, 'a')]")
 
@@ -165,6 +165,61 @@ def test_extractions_are_the_same_with_and_without_screening(screened, config):
 
 
 def test_regex_test_compiles_as_lxml_does():
-    test = RegexTest("@id | @class", "Nav", "i")
+    test = AttributeTest("re:test", "@id | @class", "Nav", "i")
     assert test.attributes == ("id", "class")
     assert test.regex.search("navbar") and test.joined.search("x\nNAV")
+
+
+def test_equality_screened_only_as_a_whole_operand():
+    plain = etree.XPath(".//p[@a='x' or @b|@c='y' or (@d = 'z')][not(@e='w')][@r='v' = false()]")
+    tests = [(plain.path[a:b], t.kind) for (a, b), t in xpath_screen._tests(plain.path)]
+    assert tests == [("@a='x'", "="), ("@b|@c='y'", "="), ("@d = 'z'", "="), ("@e='w'", "=")]
+    # role is one of the attributes trafilatura sets: its values need not be the page's
+    assert xpath_screen._tests(".//p[@role='x' or contains(@role, 'y')]") == []
+    root = parse_html('<html><body><p a="x" c="y" e="q">1</p><p d="z" e="w">2</p><p b="y">3</p></body></html>')
+    expression = ScreenedXPath(plain)
+    with screening(root):
+        assert [e.text for e in expression(root)] == [e.text for e in plain(root)] == ["1", "3"]
+
+
+def test_contains_and_starts_with_decided_per_page():
+    plain = etree.XPath(".//p[contains(@class, 'ab') or starts-with(@id|@class, 'cd') or contains(@style, '')]")
+    expression = ScreenedXPath(plain)
+    contains, starts, empty = (test for _, test in expression._calls)
+    assert empty.matches_empty and not contains.matches_empty
+    root = parse_html('<html><body><p class="xab">1</p><p id="xcd">2</p><p class="q" id="cdx">3</p></body></html>')
+    with screening(root):
+        page = xpath_screen._local.page
+        assert page.possible(contains) and page.possible(starts)
+        assert [e.text for e in expression(root)] == [e.text for e in plain(root)] == ["1", "2", "3"]
+    other = parse_html('<html><body><p class="x">1</p><p id="d\ncd">2</p></body></html>')
+    with screening(other):
+        page = xpath_screen._local.page
+        assert not page.possible(contains) and page.possible(starts)  # a value's own newline: possible, never missed
+        assert expression(other) == plain(other)
+
+
+def test_queried_trees_hold_only_the_pages_values(screened, monkeypatch):
+    """What screening rests on: every tree a screened expression is asked about while
+    trafilatura extracts a page holds, for each screened attribute, only values the
+    page has (trafilatura's own attributes, WRITTEN_BY_TRAFILATURA, are not screened)."""
+    checked = []
+    call = ScreenedXPath.__call__
+
+    def checking(self, tree, **variables):
+        page = xpath_screen._local.page
+        if page is not None:
+            for name, values in page._values.items():
+                extra = set(tree.getroottree().getroot().xpath(f"//@{name}")) - set(values)
+                assert not extra, (name, extra)
+            checked.append(self)
+        return call(self, tree, **variables)
+
+    monkeypatch.setattr(ScreenedXPath, "__call__", checking)
+    for config in CONFIGS:
+        for html, url in _fixture_pages()[::3]:
+            root = parse_html(html)
+            if root is not None:
+                with screening(root):
+                    trafilatura.bare_extraction(root, url=url or None, options=trafilatura_adapter._page_options(url, config))
+    assert len(set(map(id, checked))) >= 20
