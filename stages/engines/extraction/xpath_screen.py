@@ -11,12 +11,13 @@ Most of those tests cannot succeed anywhere on a given page: no ``class`` of the
 contains "cookie", no ``id`` reads "comments". Every tree trafilatura queries while it
 extracts one page is the page's own tree, a copy of it or a part of one, with elements
 removed, renamed or given trafilatura's own attributes (``WRITTEN_BY_TRAFILATURA``:
-``rend``, ``role``, ``target``, ``href``, ``src``, ``alt``, ``title``, ``type``); no
-value of another attribute appears that the page did not have. So, while a page is
+``rend``, ``target``, ``href``, ``src``, ``alt``, ``title``, ``type``, and ``role``,
+always "head"); no other value appears that the page did not have. So, while a page is
 screened (:func:`screening`), each ``re:test``, ``contains`` or ``starts-with`` of
 attributes with literal arguments, and each equality of attributes with a literal (as a
 whole operand of ``or``/``and``, a predicate or a group), is decided once against all of
-the page's values of those attributes, unless it reads one of trafilatura's own:
+the page's values of those attributes (``role``'s with "head" added), unless it reads
+one that trafilatura sets to values of its own:
 
 - no value passes: the test is false on every element, and the expression is run with
   ``false()`` in its place;
@@ -69,9 +70,15 @@ _TEST = re.compile(
 # (``@b|@a='x'`` compares the union, not ``@a``)
 _BEFORE = re.compile(r"(?:[\[(]|(?<![\w.-])(?:or|and))\s*$")
 _AFTER = re.compile(r"\s*(?:[\])]|(?:or|and)(?![\w.-]))")
-# attributes trafilatura sets while it extracts (tests/stages/engines/test_xpath_screen.py
-# checks the list against its source): their values need not be the page's
-WRITTEN_BY_TRAFILATURA = frozenset({"alt", "href", "rend", "role", "src", "target", "title", "type"})
+# attributes trafilatura sets while it extracts, with the values it sets where they are
+# fixed (role="head" on table header cells: main_extractor.handle_table and
+# external.sanitize_tree), None where they come from elsewhere (a tag name, a link);
+# tests/stages/engines/test_xpath_screen.py checks on the fixture pages that queried
+# trees hold no other value of a screened attribute than the page's and these
+WRITTEN_BY_TRAFILATURA: dict[str, frozenset[str] | None] = {
+    "alt": None, "href": None, "rend": None, "role": frozenset({"head"}), "src": None, "target": None,
+    "title": None, "type": None,
+}
 # constructs whose match in one value might not be one in the newline-joined values
 _READS_ACROSS = re.compile(r"\(\?<?[=!]|\\[AZ]")
 # a namespace prefix (``re:``), not an axis (``self::``), outside string literals
@@ -125,7 +132,7 @@ def _tests(path: str) -> list[tuple[tuple[int, int], AttributeTest]]:
         if match["compared"] and not (_BEFORE.search(path, 0, start) and _AFTER.match(path, end)):
             continue
         test = AttributeTest.of(match)
-        if not WRITTEN_BY_TRAFILATURA.intersection(test.attributes):
+        if all(WRITTEN_BY_TRAFILATURA.get(name, ()) is not None for name in test.attributes):
             found.append(((start, end), test))
     return found
 
@@ -137,8 +144,11 @@ class PageValues:
     __slots__ = ("_values", "_joined", "_possible")
 
     def __init__(self, root: etree._Element) -> None:
-        # each attribute's distinct values, in a dict for the equality tests
-        self._values = {name: dict.fromkeys(path(root)) for name, path in _paths.items()}
+        # each attribute's distinct values (with those trafilatura may set), in a dict
+        # for the equality tests
+        self._values = {
+            name: dict.fromkeys([*path(root), *WRITTEN_BY_TRAFILATURA.get(name, ())]) for name, path in _paths.items()
+        }
         self._joined: dict[str, str] = {}
         self._possible: dict[tuple, bool] = {}
 

@@ -129,8 +129,16 @@ def test_plain_outside_a_page_and_with_variables():
     assert xpath_screen.screenable(".//p[contains(@style, 'display:none') or re:test(@class, 'a')]")
 
 
+TABLE_PAGE = (
+    "<html><body><article><h1>Rates</h1><p>" + "The table below lists the rates of each year. " * 8 + "</p>"
+    "<table><thead><tr><th>Year</th><th>Rate</th></tr></thead><tbody>"
+    + "".join(f"<tr><th>{year}</th><td>{year % 7}.5 percent</td></tr>" for year in range(2000, 2012))
+    + "</tbody></table><p>" + "Rates moved little over the decade. " * 8 + "</p></article></body></html>"
+)
+
+
 def _fixture_pages() -> list[tuple[str, str]]:
-    pages = [(p.html, p.url) for p in labelled_pages(3)]
+    pages = [(TABLE_PAGE, "https://example.org/rates/")] + [(p.html, p.url) for p in labelled_pages(3)]
     pages += [(path.read_text(encoding="utf-8"), f"https://example.org/{path.stem}/") for path in sorted(HTML_FIXTURES.glob("*.html"))]
     reader = ReadWarcFileFn(load_config(None, []).read)
     reader.setup()
@@ -174,8 +182,12 @@ def test_equality_screened_only_as_a_whole_operand():
     plain = etree.XPath(".//p[@a='x' or @b|@c='y' or (@d = 'z')][not(@e='w')][@r='v' = false()]")
     tests = [(plain.path[a:b], t.kind) for (a, b), t in xpath_screen._tests(plain.path)]
     assert tests == [("@a='x'", "="), ("@b|@c='y'", "="), ("@d = 'z'", "="), ("@e='w'", "=")]
-    # role is one of the attributes trafilatura sets: its values need not be the page's
-    assert xpath_screen._tests(".//p[@role='x' or contains(@role, 'y')]") == []
+    # trafilatura sets rend to values of its own (tag names): not screened; role only to
+    # "head", which is screened as one of the page's values
+    assert xpath_screen._tests(".//p[@rend='x' or contains(@rend, 'y')]") == []
+    role = [t for _, t in xpath_screen._tests(".//p[@role='head' or @role='article']")]
+    with screening(parse_html("<html><body><p>1</p></body></html>")):
+        assert [xpath_screen._local.page.possible(t) for t in role] == [True, False]
     root = parse_html('<html><body><p a="x" c="y" e="q">1</p><p d="z" e="w">2</p><p b="y">3</p></body></html>')
     expression = ScreenedXPath(plain)
     with screening(root):
