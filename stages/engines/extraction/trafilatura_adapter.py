@@ -50,8 +50,8 @@ _prepared = False
 
 def _prepare_trafilatura() -> None:
     """Once per process: trafilatura logs a warning per page it finds nothing in, which
-    is not news here; its XPath expressions' regular-expression tests are screened per
-    page (xpath_screen: same selections, a fraction of the calls)."""
+    is not news here; its XPath expressions' attribute tests are decided per page
+    (xpath_screen: same selections, a fraction of the work)."""
     global _prepared
     if not _prepared:
         import trafilatura  # noqa: F401  (its modules must be loaded to be screened)

@@ -20,8 +20,13 @@ import re
 
 _MASK = "_"
 # what a location path's top level may hold once predicates and groups are cut out
-_STEP = r"(?:\.{1,2}|[\w*@-]+(?:::[\w*-]+)?)"
-_PATH = re.compile(rf"\s*(?:/{{1,2}})?(?:{_STEP}(?:/{{1,2}}{_STEP})*)?\s*")
+# in a branch's outline a predicate is "[]" and a group "()": a step is ".", ".." or an
+# optional axis, an optional "@" and a name or "*", then its predicates; steps are joined
+# by "/" or "//". Anything else (an operator: "a[false()]*2", "1-a[false()]") is not a
+# plain path.
+_NAME = r"[A-Za-z_][\w.-]*"
+_STEP = rf"(?:\.{{1,2}}|(?:{_NAME}::)?@?(?:\*|{_NAME}))(?:\[\])*"
+_PATH = re.compile(rf"\s*(?:\(\)(?:\[\])*(?:/{{1,2}}{_STEP})*|/{{0,2}}{_STEP}(?:/{{1,2}}{_STEP})*|/)?\s*")
 _UNION = re.compile(r"\|")
 _OR = re.compile(r"\sor\s")
 _AND = re.compile(r"\sand\s")
@@ -109,6 +114,7 @@ def _empty_branch(branch: str) -> bool | None:
                 return None  # a function call at the top level
             elif without_empty_branches(inner) is None:
                 empty = True
+            outline.append("[]" if char == "[" else "()")
             i = end + 1
             continue
         outline.append(char)

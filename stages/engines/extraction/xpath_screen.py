@@ -79,8 +79,9 @@ WRITTEN_BY_TRAFILATURA: dict[str, frozenset[str] | None] = {
     "alt": None, "href": None, "rend": None, "role": frozenset({"head"}), "src": None, "target": None,
     "title": None, "type": None,
 }
-# constructs whose match in one value might not be one in the newline-joined values
-_READS_ACROSS = re.compile(r"\(\?<?[=!]|\\[AZ]")
+# constructs whose match in one value might not be one in the newline-joined values:
+# lookarounds, absolute anchors, inline flags (which can turn re.MULTILINE off)
+_READS_ACROSS = re.compile(r"\(\?<?[=!]|\\[AZ]|\(\?[aiLmsux-]+[:)]")
 # a namespace prefix (``re:``), not an axis (``self::``), outside string literals
 _PREFIX = re.compile(r"(?<![:\w.-])([A-Za-z_][\w.-]*):(?![:=])")
 _LITERAL = re.compile(r"'[^']*'|\"[^\"]*\"")
@@ -131,7 +132,10 @@ def _tests(path: str) -> list[tuple[tuple[int, int], AttributeTest]]:
             continue  # inside a string literal
         if match["compared"] and not (_BEFORE.search(path, 0, start) and _AFTER.match(path, end)):
             continue
-        test = AttributeTest.of(match)
+        try:
+            test = AttributeTest.of(match)
+        except re.error:  # a pattern Python's re rejects: lxml fails only when it runs
+            continue
         if all(WRITTEN_BY_TRAFILATURA.get(name, ()) is not None for name in test.attributes):
             found.append(((start, end), test))
     return found
@@ -141,14 +145,11 @@ class PageValues:
     """A page's values of the attributes screened expressions test, and which tests
     some value passes (each decided once per page)."""
 
-    __slots__ = ("_values", "_joined", "_possible")
+    __slots__ = ("_root", "_values", "_joined", "_possible")
 
     def __init__(self, root: etree._Element) -> None:
-        # each attribute's distinct values (with those trafilatura may set), in a dict
-        # for the equality tests
-        self._values = {
-            name: dict.fromkeys([*path(root), *WRITTEN_BY_TRAFILATURA.get(name, ())]) for name, path in _paths.items()
-        }
+        self._root = root
+        self._values: dict[str, dict[str, None]] = {}
         self._joined: dict[str, str] = {}
         self._possible: dict[tuple, bool] = {}
 
@@ -160,9 +161,18 @@ class PageValues:
             self._possible[test.key] = found
         return found
 
-    def _matches(self, test: AttributeTest, name: str) -> bool:
+    def values(self, name: str) -> dict[str, None] | None:
+        """The distinct values of attribute ``name`` on the page, with those trafilatura
+        may set (in a dict, for the equality tests), collected when first asked for;
+        None for an attribute no installed expression tests."""
         values = self._values.get(name)
-        if values is None:  # an attribute no installed expression tests: cannot decide
+        if values is None and name in _paths:
+            values = self._values[name] = dict.fromkeys([*_paths[name](self._root), *WRITTEN_BY_TRAFILATURA.get(name, ())])
+        return values
+
+    def _matches(self, test: AttributeTest, name: str) -> bool:
+        values = self.values(name)
+        if values is None:  # cannot decide
             return True
         if test.kind == "=":
             return test.operand in values
@@ -222,8 +232,8 @@ class ScreenedXPath:
 
 
 def screenable(path: str) -> bool:
-    """An expression this module can rewrite: it has a ``re:test`` call of the form
-    above and uses no namespace prefix but ``re``."""
+    """An expression this module can rewrite: it has a test of the forms above and uses
+    no namespace prefix but ``re``."""
     return bool(_tests(path)) and set(_PREFIX.findall(_LITERAL.sub("''", path))) <= {"re"}
 
 
@@ -234,7 +244,9 @@ _paths: dict[str, etree.XPath] = {}
 def install(module_prefix: str = "trafilatura") -> int:
     """Replaces every screenable XPath of the loaded ``module_prefix`` modules, as a
     module attribute or an item of a module-level list, by its :class:`ScreenedXPath`
-    (the same one wherever it is bound). Returns how many expressions are screened."""
+    (the same one wherever it is bound). Returns how many expressions are screened.
+    The rewritten expressions are compiled with lxml's default options and ``re`` bound
+    to EXSLT's regular expressions, as trafilatura compiles its own."""
     for name, module in list(sys.modules.items()):
         if module is None or not (name == module_prefix or name.startswith(module_prefix + ".")):
             continue

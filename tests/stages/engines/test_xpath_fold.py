@@ -10,7 +10,8 @@ from mmcurate.stages.engines.extraction.html_tree import parse_html
 from mmcurate.stages.engines.extraction.xpath_fold import constant, masked, without_empty_branches
 
 ATOMS = ["false()", "true()", "self::div", "self::p", "@class", "@id='a'", "contains(@class, 'x')", ".//p",
-         "not(.//p[false()])", "count(.//span[false()]) = 0", "'false() or ]'", "1"]
+         "not(.//p[false()])", "count(.//span[false()]) = 0", "'false() or ]'", "1", "count(p[false()])*2 = 0",
+         "p[false()]-1 = p"]
 
 
 @pytest.mark.parametrize(
@@ -31,6 +32,13 @@ ATOMS = ["false()", "true()", "self::div", "self::p", "@class", "@id='a'", "cont
         (".//x[@a=\"]|[false()\"]", ".//x[@a=\"]|[false()\"]"),
         (".//*[1 = 0 or false()]", ".//*[1 = 0 or false()]"),
         ("re:x(.//p[false()])|.//q", "re:x(.//p[false()])|.//q"),
+        # operators around a path: not a plain path (a union binds tighter than * or -)
+        ("a[false()]*2", "a[false()]*2"),
+        ("1-a[false()]|b", "1-a[false()]|b"),
+        ("b|a[false()]*2", "b|a[false()]*2"),
+        ("-a[false()]", "-a[false()]"),
+        # a name may hold "-" and ".": a name test
+        (".//a-1[false()]|.//b", ".//b"),
     ],
 )
 def test_folds(expression, folded):

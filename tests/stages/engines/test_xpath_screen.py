@@ -4,6 +4,7 @@ from the expressions' own patterns, on trees derived from a page the way trafila
 derives them, and in whole extractions of the fixture pages."""
 
 import copy
+import html
 import random
 from pathlib import Path
 
@@ -35,22 +36,24 @@ TAGS = ["div", "section", "article", "main", "aside", "footer", "header", "p", "
         "h1", "h2", "script", "style", "details", "figure", "nav", "table", "td"]
 
 
-def _value(rng: random.Random) -> str:
-    return (rng.choice([" ", "-", "_", "\n", ""])).join(rng.choice(PIECES) for _ in range(rng.randint(1, 3)))
+def _value(rng: random.Random, pieces: list[str]) -> str:
+    if rng.random() < 0.3:  # a literal of an equality test, whole
+        return rng.choice(pieces)
+    return (rng.choice([" ", "-", "_", "\n", ""])).join(rng.choice(pieces) for _ in range(rng.randint(1, 3)))
 
 
-def _element(rng: random.Random, depth: int) -> str:
+def _element(rng: random.Random, depth: int, pieces: list[str], names: list[str]) -> str:
     tag = rng.choice(TAGS)
-    attributes = [(name, _value(rng)) for name in ("class", "id", "style", "role") if rng.random() < 0.45]
+    attributes = [(name, _value(rng, pieces)) for name in names if rng.random() < 0.6 * 4 / len(names)]
     rng.shuffle(attributes)  # re:test(@id|@class, ...) reads whichever comes first
-    attrs = "".join(f' {name}="{value}"' for name, value in attributes)
-    children = "".join(_element(rng, depth + 1) for _ in range(rng.randint(0, 4 if depth < 4 else 0)))
+    attrs = "".join(f' {name}="{html.escape(value)}"' for name, value in attributes)
+    children = "".join(_element(rng, depth + 1, pieces, names) for _ in range(rng.randint(0, 4 if depth < 4 else 0)))
     return f"<{tag}{attrs}>{rng.choice(PIECES)} text {children}</{tag}>{rng.choice(['', ' tail'])}"
 
 
-def _random_tree(seed: int) -> etree._Element:
+def _random_tree(seed: int, pieces: list[str] = PIECES, names: tuple[str, ...] = ("class", "id", "style", "role")):
     rng = random.Random(seed)
-    body = "".join(_element(rng, 0) for _ in range(rng.randint(1, 6)))
+    body = "".join(_element(rng, 0, pieces, list(names)) for _ in range(rng.randint(1, 6)))
     return parse_html(f"<html><head><title>t</title></head><body>{body}</body></html>")
 
 
@@ -63,9 +66,13 @@ def screened() -> list[ScreenedXPath]:
 
 
 def test_each_screened_expression_selects_what_the_plain_one_selects(screened):
+    # every attribute the expressions test, with values from the patterns' pieces and
+    # every literal the expressions compare with
+    literals = sorted({test.operand for expression in screened for _, test in expression._calls if test.kind != "re:test"})
+    names = ("role", *sorted(xpath_screen._paths))
     possible = impossible = 0
     for seed in range(150):
-        root = _random_tree(seed)
+        root = _random_tree(seed, PIECES + literals, names)
         derived = copy.deepcopy(root)  # trafilatura's trees: copies with parts removed and renamed
         for element in list(derived.iter("aside", "script", "h2")):
             element.getparent().remove(element)
@@ -110,6 +117,20 @@ def test_tests_decided_per_page():
     assert "false()" in expression.rewritten((True, False, True))
     assert "((@class) and re:test(@class, 'cookie', 'i'))" in expression.rewritten((True, False, True))
     assert "re:test(@class, 'x*')" in expression.rewritten((True, False, False))  # matches "": left as is
+
+
+def test_patterns_that_read_across_a_value_are_searched_value_by_value():
+    # joined, "x\ny" would hide that "x" alone is not followed by a newline; (?-m:...)
+    # turns off the MULTILINE the joined search relies on
+    for pattern in ("x(?!\\n)", "(?-m:^cd)"):
+        plain = etree.XPath(f".//p[re:test(@a, '{pattern}')]", namespaces={"re": xpath_screen.EXSLT_REGEXP})
+        root = parse_html('<html><body><p a="zz">1</p><p a="x">2</p><p a="cd">3</p></body></html>')
+        with screening(root):
+            assert ScreenedXPath(plain)(root) == plain(root) != []
+
+
+def test_a_pattern_python_rejects_is_left_to_lxml():
+    assert xpath_screen._tests(".//p[re:test(@class, '[') or @id='x']")[0][1].kind == "="
 
 
 def test_plain_outside_a_page_and_with_variables():
@@ -221,7 +242,8 @@ def test_queried_trees_hold_only_the_pages_values(screened, monkeypatch):
     def checking(self, tree, **variables):
         page = xpath_screen._local.page
         if page is not None:
-            for name, values in page._values.items():
+            for name in xpath_screen._paths:
+                values = page.values(name)
                 extra = set(tree.getroottree().getroot().xpath(f"//@{name}")) - set(values)
                 assert not extra, (name, extra)
             checked.append(self)
