@@ -34,7 +34,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.runner import PipelineState
 
-from mmcurate.pipeline import beam_files, interrupts, phase_process
+from mmcurate.pipeline import beam_files, interrupts, phase_placement, phase_process
 from mmcurate.pipeline.build import (
     STAGED_CAPTURED,
     STAGED_DECISIONS,
@@ -176,7 +176,9 @@ def run_phases(
                 progress.resumed(counts, _range_bytes(finished.values(), patterns))
             clock = time.perf_counter()
             done_ranges = {rid: int(marker.get("pages", 0)) for rid, marker in finished.items()}
-            job = (phases, phase, root, options, patterns, config, reader, done_ranges)
+            docs = _documents_in(phases, phase, totals if metrics else None)
+            run_with = phase_placement.phase_options(options, phase.index, phase.stages, docs)
+            job = (phases, phase, root, run_with, patterns, config, reader, done_ranges)
             apart = first_phase_apart and phase.index == 0 and not phase.final
             pickled = _pickled_apart(job) if apart and phase_process.runs_in_this_process(options) else None
             if pickled is not None:
@@ -197,6 +199,7 @@ def run_phases(
                 "counters": None if counters is None else [[ns, name, value] for (ns, name), value in sorted(counters.items())],
                 "seconds": round(time.perf_counter() - clock, 3),
                 "pid": pid,
+                "workers": phase_placement.worker_processes(run_with),
             }
             if phase.index == 0:
                 done["ranges"] = {"read": ranges_read, "resumed": len(finished)}
@@ -206,12 +209,22 @@ def run_phases(
         else:
             _merge(totals, {(ns, name): value for ns, name, value in done["counters"]})
         entry = {"phase": phase.dirname, "stages": list(phase.stages), "seconds": done["seconds"], "resumed": resumed,
-                 "pid": done.get("pid")}
+                 "pid": done.get("pid"), "workers": done.get("workers")}
         if "ranges" in done:
             entry["ranges"] = done["ranges"]
         report.append(entry)
     interrupts.check()
     return (totals if metrics else None), report
+
+
+def _documents_in(phases: Sequence[Phase], phase: Phase, totals: Optional[dict[tuple[str, str], int]]) -> Optional[int]:
+    """The documents a phase after the first reads: those the last stage of the phase
+    before kept (its counters; None when the runner reports none, or for the first)."""
+    if phase.index == 0 or totals is None:
+        return None
+    before = phases[phase.index - 1]
+    last = ("read", "extract", *before.stages)[-1] if before.index == 0 else before.stages[-1]
+    return totals.get((last, "kept"))
 
 
 def _run_phase(phases, phase, root, options, patterns, config, reader, done_ranges) -> tuple[Optional[dict], int]:
