@@ -134,7 +134,8 @@ def run(warc: Path, out: Path, preset: list[str]) -> dict:
 
 def describe(name: str, r: dict) -> str:
     processes = ", ".join(f"{c} ({a}-{b} s)" for c, a, b in r["processes"]) or "none"
-    phases = ", ".join(f"{n} {sec:.1f} s on {w if w else 'no'} worker(s)" for n, sec, w in r["phases"])
+    where = {None: "", 0: " in one process"}
+    phases = ", ".join(f"{n} {sec:.1f} s{where.get(w, f' on {w} workers')}" for n, sec, w in r["phases"])
     return (
         f"{name:<16} {r['pages']:>7} {r['kept']:>6} {r['wall_s']:>8} {r['pages_per_s']:>8} {r['cpu_s']:>7} {r['peak_rss_mb']:>12}"
         f"  launcher {r['launcher_cpu_s']}; its other processes (CPU s, seen from-to s): {processes}\n"

@@ -21,11 +21,11 @@ def test_worker_processes_of_each_runner():
 
 
 def test_a_dedup_phase_runs_here_below_the_break_even_and_on_workers_above():
-    # docs * 0.005 s * (1 - 1.25 / workers) < 3 s
-    assert placement.runs_here(("dedup",), 1599, 2)
-    assert not placement.runs_here(("dedup",), 1600, 2)
-    assert placement.runs_here(("dedup",), 872, 4)
-    assert not placement.runs_here(("dedup",), 873, 4)
+    # docs * 0.0054 s * (1 - 1.26 / workers) < 2.6 s
+    assert placement.runs_here(("dedup",), 1301, 2)
+    assert not placement.runs_here(("dedup",), 1302, 2)
+    assert placement.runs_here(("dedup",), 702, 4)
+    assert not placement.runs_here(("dedup",), 703, 4)
     # One worker process never does the work faster than this process.
     assert placement.runs_here(("dedup",), 10**9, 1)
 
