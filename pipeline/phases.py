@@ -16,7 +16,10 @@ On a runner that executes pipelines in this process (the DirectRunner, not in
 of its own (``phase_process``): what it loads, heliport's model above all, is gone
 when the later phases run here. A run of one phase runs here, with no child to start,
 and so does every phase with ``mmcurate run --one-process`` (a debugger's breakpoint
-in the first phase). The manifest's phases record the process id each ran in (``pid``).
+in the first phase). On DirectRunner's ``multi_processing`` mode (the ``local`` preset),
+a small later phase runs here instead of on worker processes started for it alone
+(``phase_placement``). The manifest's phases record the process id each ran in
+(``pid``) and the worker processes DirectRunner started for it (``workers``).
 """
 
 from __future__ import annotations
