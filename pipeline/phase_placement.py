@@ -57,7 +57,9 @@ def worker_processes(options: PipelineOptions) -> int:
     this machine: ``direct_num_workers`` for Beam's DirectRunner in
     ``multi_processing`` mode (0: one per core, as Beam counts them), else 0."""
     runner = options.view_as(StandardOptions).runner
-    if not isinstance(runner, str) or runner.lower() not in _DIRECT_RUNNERS:
+    # by name, a dotted class path or an instance
+    name = runner.rsplit(".", 1)[-1] if isinstance(runner, str) else type(runner).__name__
+    if name.lower() not in _DIRECT_RUNNERS:
         return 0
     direct = options.view_as(DirectOptions)
     if direct.direct_running_mode != "multi_processing":
@@ -81,7 +83,8 @@ def runs_here(stages: tuple[str, ...], docs: Optional[int], workers: int) -> boo
 def in_this_process(options: PipelineOptions) -> PipelineOptions:
     """``options`` with Beam's DirectRunner running pipelines in this process (in
     memory, one worker), every other value as it was."""
-    values = options.get_all_options(drop_default=True)
+    # flags Beam's own options do not know stay (a user's options class read later)
+    values = options.get_all_options(drop_default=True, retain_unknown_options=True)
     values.update(direct_running_mode="in_memory", direct_num_workers=1)
     return PipelineOptions([], **values)
 

@@ -17,6 +17,13 @@ def test_worker_processes_of_each_runner():
     assert placement.worker_processes(local(3)) == 3
     assert placement.worker_processes(PipelineOptions(preset_args("direct"))) == 0
     assert placement.worker_processes(PipelineOptions(["--runner=DirectRunner"])) == 0
+    dotted = ["--runner=apache_beam.runners.direct.direct_runner.DirectRunner", "--direct_running_mode=multi_processing"]
+    assert placement.worker_processes(PipelineOptions([*dotted, "--direct_num_workers=2"])) == 2
+    from apache_beam.runners.direct.direct_runner import DirectRunner
+
+    instance = PipelineOptions(["--direct_running_mode=multi_processing", "--direct_num_workers=3"])
+    instance.view_as(StandardOptions).runner = DirectRunner()
+    assert placement.worker_processes(instance) == 3
     assert placement.worker_processes(PipelineOptions(preset_args("portable", {"endpoint": "localhost:8099"}))) == 0
 
 
@@ -38,7 +45,7 @@ def test_unmeasured_stages_missing_counts_and_in_process_runners_keep_the_runner
 
 
 def test_a_small_later_phase_gets_in_process_options_with_every_other_value_kept():
-    given = local(2, "--scoring_accelerator=type:nvidia-l4", "--job_name=x")
+    given = local(2, "--scoring_accelerator=type:nvidia-l4", "--job_name=x", "--an_option_read_later=kept")
     here = placement.phase_options(given, 1, ("dedup",), 100)
     assert here is not given
     direct = here.view_as(DirectOptions)
@@ -46,6 +53,7 @@ def test_a_small_later_phase_gets_in_process_options_with_every_other_value_kept
     assert here.view_as(StandardOptions).runner == "DirectRunner"
     assert here.view_as(ScoringOptions).scoring_accelerator == "type:nvidia-l4"
     assert here.get_all_options()["job_name"] == "x"
+    assert here.get_all_options(retain_unknown_options=True)["an_option_read_later"] == "kept"
     assert placement.worker_processes(here) == 0
     # The options it was given are untouched.
     assert given.view_as(DirectOptions).direct_running_mode == "multi_processing"
