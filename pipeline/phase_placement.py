@@ -17,8 +17,8 @@ The rule is a cost model of the phase's documents ``docs`` (the kept count of th
 phase before, from its counters) on ``workers`` worker processes: the phase runs here
 when ``docs * SECONDS_PER_DOC * (1 - WORKER_OVERHEAD / workers) < START_SECONDS``,
 what the workers would save against what starting them costs. With the figures
-below, a dedup phase of up to about 1,300 documents runs here on two workers, and of
-up to about 700 on four. ``SECONDS_PER_DOC`` has a figure only
+below, a dedup phase of up to about 1,300 documents runs here on two workers (about 700
+on four, worked out, not measured). ``SECONDS_PER_DOC`` has a figure only
 for the stages measured (dedup); a phase with any other stage (quality, images,
 scoring: model inference, image retrieval and decoding) runs on the workers, and so
 does every phase of every other runner, a phase whose counters are missing (a runner
@@ -39,7 +39,8 @@ log = logging.getLogger(__name__)
 # staging, in this process and on two workers, alternating, twice each, on this
 # project's 2-core machine with nothing else running (docs/scale.md, "Where a later
 # phase runs"; 1,039 and 3,130 staged documents of bench_memory's input, all
-# different, one in ten a near or exact copy of another). A line through each mode's
+# different, one in ten a near or exact copy of another; measured again by
+# benchmarks/bench_phase_placement.py, which prints these three figures). A line through each mode's
 # wall times: START_SECONDS is what the two-worker phase costs more before its first
 # document (their start-up, gRPC set-up), SECONDS_PER_DOC a document's cost in this
 # process, per stage, and WORKER_OVERHEAD how much more a document costs on the
