@@ -29,13 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_memory import build_input  # noqa: E402
-
-
-def busy_seconds() -> float:
-    """CPU seconds all cores have been busy since boot (user to softirq)."""
-    with open("/proc/stat") as stat:
-        ticks = [int(x) for x in stat.readline().split()[1:8]]
-    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+from bench_runners import machine_busy_seconds  # noqa: E402
 
 
 def time_dedup_phase(staging: str, root: str, mode: str, workers: int) -> None:
@@ -59,12 +53,13 @@ def time_dedup_phase(staging: str, root: str, mode: str, workers: int) -> None:
     shutil.rmtree(root, ignore_errors=True)
     shutil.copytree(staging, root)
     own_before = os.times()
-    busy_before, started = busy_seconds(), time.perf_counter()
+    busy_before, started = machine_busy_seconds(), time.perf_counter()
     run_phases._run_phase(phases, phases[1], root, in_this_process(options) if mode == "here" else options, [], config,
                           None, {})
     wall = time.perf_counter() - started
     own = sum(os.times()[:4]) - sum(own_before[:4])
-    print(json.dumps({"wall": wall, "others": (busy_seconds() - busy_before - own) / ((os.cpu_count() or 1) * wall)}))
+    others = max(0.0, machine_busy_seconds() - busy_before - own)
+    print(json.dumps({"wall": wall, "others": others / ((os.cpu_count() or 1) * wall)}))
 
 
 def main() -> None:

@@ -257,3 +257,18 @@ def test_queried_trees_hold_only_the_pages_values(screened, monkeypatch):
                 with screening(root):
                     trafilatura.bare_extraction(root, url=url or None, options=trafilatura_adapter._page_options(url, config))
     assert len(set(map(id, checked))) >= 20
+
+
+def test_the_adapter_extracts_under_screening(screened, monkeypatch):
+    pages = []
+    call = ScreenedXPath.__call__
+
+    def recording(self, tree, **variables):
+        pages.append(xpath_screen._local.page)
+        return call(self, tree, **variables)
+
+    monkeypatch.setattr(ScreenedXPath, "__call__", recording)
+    html, url = TABLE_PAGE, "https://example.org/rates/"
+    trafilatura_adapter._trafilatura_document(parse_html(html), url, ExtractConfig())
+    assert pages and all(page is not None for page in pages)
+    assert xpath_screen._local.page is None  # the page's values are gone with its extraction
