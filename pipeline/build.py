@@ -102,6 +102,8 @@ def build_phase(
     reader: beam.PTransform | None = None,
     tables: Optional[str] = None,
     done_ranges: Optional[Mapping[str, int]] = None,
+    chunks: Optional[beam.PTransform] = None,
+    sink_name: str = "part",
 ) -> bool:
     """Adds one phase to ``pipeline``; its outputs go to ``phase_dir(staging, phase)``.
 
@@ -117,9 +119,14 @@ def build_phase(
     there, which an earlier run staged. A first phase that is also the last then
     leaves its tables in parts, to be assembled into ``tables`` after the pipeline
     has run (``range_outputs.assemble_tables``): the return value says so.
+
+    ``chunks`` and ``sink_name`` make the pipeline one of several that run a first
+    phase staged by range side by side (``pipeline/phase_tasks.py``): its ranges come
+    from ``chunks`` (``ReadWarc``'s), and what Beam's sinks write beside the ranges'
+    files is named ``<sink_name>-*``, so that the pipelines' files do not collide.
     """
     here = phase_dir(staging, phase)
-    funnel = Funnel(pipeline, config, phase, here, done_ranges)
+    funnel = Funnel(pipeline, config, phase, here, done_ranges, chunks, sink_name)
     if phase.index == 0:
         funnel.read(inputs, reader)
         funnel.extract()
@@ -167,9 +174,11 @@ class Funnel:
     the read stage set aside and the images table's rows. Each stage's outputs pass
     through ``progress.count`` (the live progress line of local runs)."""
 
-    def __init__(self, pipeline: beam.Pipeline, config: Config, phase: Phase, here: str, done_ranges=None):
+    def __init__(self, pipeline: beam.Pipeline, config: Config, phase: Phase, here: str, done_ranges=None,
+                 chunks: Optional[beam.PTransform] = None, sink_name: str = "part"):
         self.pipeline, self.config, self.phase, self.here = pipeline, config, phase, here
         self.done_ranges = done_ranges
+        self.chunks, self.sink_name = chunks, sink_name
         self.ranged = False  # whether phase 0 stages its outputs per input range
         self.docs: Optional[beam.PCollection] = None
         self.decisions: list[beam.PCollection] = []
@@ -184,6 +193,8 @@ class Funnel:
         # as read too. Another reader (ReadWarcIndex) reads only the records it emits.
         gap = progress.SKIPPED_GAP if reader is None else 0
         self.ranged = self.stages_ranges(reader)
+        if self.chunks is not None and not self.ranged:
+            raise ValueError("build_phase: chunks= is for a first phase staged by range (stages_by_range)")
         staging = self._range_staging() if self.ranged else None
         if reader is None:
             readers = {}
@@ -192,7 +203,7 @@ class Funnel:
                     "chunk_reader": ReadStagedRangeFn(self.config.read, staging),
                     "in_order_reader": ReadStagedFilesInOrderFn(self.config.read, staging),
                 }
-            reader = ReadWarc(list(inputs), self.config.read, **readers)
+            reader = ReadWarc(list(inputs), self.config.read, chunks=self.chunks, **readers)
         elif staging is not None:
             reader = copy.copy(reader)  # a ReadWarcIndex: its batches of pointers are the ranges
             reader.batch_reader = ReadStagedBatchFn(self.config.read, staging)
@@ -263,17 +274,9 @@ class Funnel:
         self._apply("scoring", ScoreImageText(self.config.scoring, self.image_rows, accelerator=accelerator))
 
     def stages_ranges(self, reader: Optional[beam.PTransform]) -> bool:
-        """Whether this phase stages per input range (``stages/range_staging.py``): the
-        first phase of ``mmcurate run``, reading WARC files (cut into ranges; whole
-        files without ``read.reshuffle`` or under ``read.limit``) or CC-index pointers
-        (in batches), unless it is the last and recycles (recycling reads every
-        decision row at once)."""
-        return (
-            self.done_ranges is not None
-            and self.phase.index == 0
-            and not (self.phase.final and self._recycled())
-            and (reader is None or isinstance(reader, ReadWarcIndex))
-        )
+        """Whether this phase stages per input range: ``stages_by_range``, in ``mmcurate
+        run`` (which gives ``done_ranges``)."""
+        return self.done_ranges is not None and stages_by_range(self.config, self.phase, reader)
 
     def _range_staging(self) -> RangeStaging:
         final = self.phase.final
@@ -290,7 +293,7 @@ class Funnel:
         images) to staging, for the next phase."""
         if self.ranged:
             captured = self.captured if self._needs_captured() else None
-            range_outputs.stage_ranges(self.here, self.docs, self.decisions, captured, self._recycled())
+            range_outputs.stage_ranges(self.here, self.docs, self.decisions, captured, self._recycled(), self.sink_name)
             return
         _ = self.docs | "StageDocuments" >> WriteStaged(beam_files.join(self.here, STAGED_DOCS), key=record_key)
         _ = self._all_decisions() | "StageDecisions" >> WriteStaged(beam_files.join(self.here, STAGED_DECISIONS), key=_decision_key)
@@ -345,7 +348,7 @@ class Funnel:
         """The last phase when it is the first and stages per range: the tables' rows in
         parts, assembled after the run (``range_outputs``)."""
         docs = progress.count(self.docs, "CountKept", "write")
-        range_outputs.write_ranges(self.here, docs, self.decisions, self.config.write)
+        range_outputs.write_ranges(self.here, docs, self.decisions, self.config.write, self.sink_name)
 
     def write(self, tables: str) -> None:
         docs = progress.count(self.docs, "CountKept", "write")
@@ -387,6 +390,19 @@ class Funnel:
         if self.image_rows is None:
             self.image_rows = self.pipeline | "NoImageRows" >> beam.Create([])
         return self.image_rows
+
+
+def stages_by_range(config: Config, phase: Phase, reader: Optional[beam.PTransform]) -> bool:
+    """Whether ``phase`` of ``mmcurate run`` stages its outputs per input range
+    (``stages/range_staging.py``): the first phase, reading WARC files (cut into
+    ranges; whole files without ``read.reshuffle`` or under ``read.limit``) or
+    CC-index pointers (in batches), unless it is the last and recycles (recycling
+    reads every decision row at once)."""
+    return (
+        phase.index == 0
+        and not (phase.final and "recycle" in config.run.stages)
+        and (reader is None or isinstance(reader, ReadWarcIndex))
+    )
 
 
 def _gather(decisions: list, keep_documents: bool, label: str) -> beam.PCollection:

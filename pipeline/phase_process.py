@@ -57,8 +57,9 @@ import sys
 import threading
 import time
 import traceback
-from multiprocessing.connection import Connection
-from typing import Any, Callable
+import queue
+from multiprocessing.connection import Connection, wait
+from typing import Any, Callable, Optional, Sequence
 
 # Nothing here imports Beam at import time: the child imports this module before its
 # logging is forwarded, and Beam logs as it is imported.
@@ -134,29 +135,50 @@ def call_pickled(pickled: bytes) -> Any:
     the module docstring. Raises what the function raised, KeyboardInterrupt on
     Ctrl-C, ChildDied if the child ended without a result.
     """
-    process, results, control = _start()
+    return call_many([pickled])[0]
+
+
+def call_many(calls: Sequence[bytes], answer: Optional[Callable[[int, Any], Any]] = None) -> list[Any]:
+    """Each pickled call of ``calls`` (as ``call_pickled`` takes one) in a fresh child
+    process of its own, all at once: their results, in order. A child may ``ask``
+    this process something: ``answer(i, request)`` (called in this thread, between the
+    children's log records) is the reply child ``i`` gets. When a child raises, or
+    ends without a result (``ChildDied``), the others are stopped as on Ctrl-C and
+    that is raised; on Ctrl-C, all are stopped and KeyboardInterrupt is raised.
+    """
+    children: list[_Child] = []
     try:
-        try:
-            control.send((list(sys.path), _log_levels(), pickled))
-        except OSError:
-            pass  # it died at once: _relay finds no result
-        message = _relay(results)
-    except BaseException:  # Ctrl-C here, or anything else: the child stops first
-        _stop(process, results, control)
+        for pickled in calls:
+            child = _Child(*_start())
+            children.append(child)
+            try:
+                child.control.send((list(sys.path), _log_levels(), pickled))
+            except OSError:
+                pass  # it died at once: _relay finds no result
+        return _relay(children, answer)
+    except BaseException:  # Ctrl-C here, a child's error, anything else: the others stop first
+        _stop([c for c in children if not c.finished])
         raise
     finally:
-        results.close()
-    process.wait()
-    control.close()
-    if message is None:
-        raise ChildDied(process.returncode)
-    kind, value, text = message
-    if kind == "error":
-        raise value from ChildTraceback(text)
-    return value
+        for child in children:
+            child.results.close()
 
 
 # -- the launcher's side --------------------------------------------------------------
+
+
+class _Child:
+    """A child process of ``call_many``, this side's ends of its pipes, and whether it
+    has ended (its outcome received, or its results pipe closed)."""
+
+    def __init__(self, process: subprocess.Popen, results: Connection, control: Connection):
+        self.process, self.results, self.control = process, results, control
+        self.finished = False
+
+    def end(self) -> None:
+        self.finished = True
+        self.process.wait()
+        self.control.close()
 
 
 def _start() -> tuple[subprocess.Popen, Connection, Connection]:
@@ -209,43 +231,74 @@ def _relog(record: logging.LogRecord) -> None:
     logging.getLogger(record.name).handle(record)
 
 
-def _relay(results: Connection):
-    """Handles the child's log records until its final message, which it returns
-    (None if the child ended without one)."""
-    while True:
-        try:
-            message = results.recv()
-        except EOFError:
-            return None
-        if message[0] != "log":
-            return message
-        _relog(message[1])
-
-
-def _stop(process, results: Connection, control: Connection) -> None:
-    """Tells the child to stop as Ctrl-C would and waits for it to exit, relaying its
-    logging meanwhile; kills it after ``INTERRUPT_GRACE_SECONDS`` or a second Ctrl-C."""
-    try:
-        control.send("interrupt")
-    except OSError:
-        pass  # it has exited already
-    deadline = time.monotonic() + INTERRUPT_GRACE_SECONDS
-    try:
-        while process.poll() is None and time.monotonic() < deadline:
-            if results.poll(0.1):
+def _relay(children: Sequence[_Child], answer: Optional[Callable[[int, Any], Any]]) -> list[Any]:
+    """Handles the children's log records and questions until each has sent its
+    outcome: their results; raises the first error (or ChildDied) as it comes."""
+    waiting = {child.results: i for i, child in enumerate(children)}
+    results: list[Any] = [None] * len(children)
+    while waiting:
+        for conn in wait(list(waiting)):
+            i = waiting[conn]
+            child = children[i]
+            try:
+                message = conn.recv()
+            except EOFError:
+                child.end()
+                raise ChildDied(child.process.returncode) from None
+            kind = message[0]
+            if kind == "log":
+                _relog(message[1])
+            elif kind == "ask":
+                if answer is None:
+                    raise RuntimeError("a child process asked this process, which has no answers for it")
+                reply = answer(i, message[1])
                 try:
-                    message = results.recv()
+                    child.control.send(("reply", reply))
+                except OSError:
+                    pass  # it died: its results pipe ends next
+            else:
+                del waiting[conn]
+                child.end()
+                kind, value, text = message
+                if kind == "error":
+                    raise value from ChildTraceback(text)
+                results[i] = value
+    return results
+
+
+def _stop(children: Sequence[_Child]) -> None:
+    """Tells the children to stop as Ctrl-C would and waits for them to exit, relaying
+    their logging meanwhile; kills those left after ``INTERRUPT_GRACE_SECONDS`` or a
+    second Ctrl-C."""
+    for child in children:
+        try:
+            child.control.send("interrupt")
+        except OSError:
+            pass  # it has exited already
+    deadline = time.monotonic() + INTERRUPT_GRACE_SECONDS
+    running = {child.results: child for child in children}
+    try:
+        while running and time.monotonic() < deadline:
+            for conn in wait(list(running), timeout=0.1):
+                try:
+                    message = conn.recv()
                 except EOFError:
-                    break
+                    del running[conn]  # exited (or about to: waited for below)
+                    continue
                 if message[0] == "log":
                     _relog(message[1])
+            for conn, child in list(running.items()):
+                if child.process.poll() is not None and not conn.poll():
+                    del running[conn]
     except KeyboardInterrupt:
         pass  # pressed again: no more waiting
     finally:
-        if process.poll() is None:
-            process.kill()
-        process.wait()
-        control.close()
+        for child in children:
+            if child.process.poll() is None:
+                child.process.kill()
+            child.process.wait()
+            child.control.close()
+            child.finished = True
 
 
 # -- the child's side -----------------------------------------------------------------
@@ -318,10 +371,38 @@ def _child_main() -> None:
     _child(pickled, results, control, levels)
 
 
+class _Asker:
+    """The child's questions to the launcher (``ask``): one at a time, each answered
+    by a reply the watching thread (``_watch``) puts in ``replies``."""
+
+    def __init__(self, sender: _Sender):
+        self.sender = sender
+        self.replies: queue.Queue = queue.Queue()
+        self.lock = threading.Lock()
+
+    def ask(self, request: Any) -> Any:
+        with self.lock:
+            self.sender.put_nowait(("ask", request))
+            return self.replies.get()
+
+
+_ASKER: Optional[_Asker] = None
+
+
+def ask(request: Any) -> Any:
+    """In a child process of ``call_many``: the launcher's answer to ``request`` (what
+    its ``answer`` returns). RuntimeError in any other process."""
+    if _ASKER is None:
+        raise RuntimeError("phase_process.ask: this process is not a child of call_many")
+    return _ASKER.ask(request)
+
+
 def _child(pickled: bytes, results: Connection, control: Connection, levels: dict[str, Any]) -> None:
     """Runs the pickled call, sends its outcome and exits."""
+    global _ASKER
     stop = threading.Event()
     sender = _Sender(results)
+    _ASKER = asker = _Asker(sender)
 
     def on_sigint(signum, frame) -> None:
         # Ctrl-C reaches the whole process group; the launcher decides (see _watch).
@@ -333,7 +414,7 @@ def _child(pickled: bytes, results: Connection, control: Connection, levels: dic
 
     signal.signal(signal.SIGINT, on_sigint)
     _set_logging(sender, levels)
-    threading.Thread(target=_watch, args=(control, stop), name="mmcurate-launcher-watch", daemon=True).start()
+    threading.Thread(target=_watch, args=(control, stop, asker), name="mmcurate-launcher-watch", daemon=True).start()
     try:
         # As in the launcher: an interrupt lost in a __del__ comes again, and the
         # collector skips what the start-up (the imports the unpickling makes) leaves.
@@ -353,14 +434,17 @@ def _child(pickled: bytes, results: Connection, control: Connection, levels: dic
         os._exit(0)
 
 
-def _watch(control: Connection, stop: threading.Event) -> None:
-    """Exits the process when the launcher is gone; interrupts it when told to."""
+def _watch(control: Connection, stop: threading.Event, asker: _Asker) -> None:
+    """Exits the process when the launcher is gone; interrupts it when told to; hands
+    the launcher's replies to the question asked (``ask``)."""
     while True:
         try:
             message = control.recv()
         except (EOFError, OSError):
             os._exit(1)  # the launcher died: nobody waits for this phase any more
-        if message == "interrupt":
+        if isinstance(message, tuple) and message[0] == "reply":
+            asker.replies.put(message[1])
+        elif message == "interrupt":
             stop.set()
             # A real signal to the main thread: it also ends a blocking system call.
             signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)

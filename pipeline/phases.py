@@ -18,7 +18,8 @@ when the later phases run here. A run of one phase runs here, with no child to s
 and so does every phase with ``mmcurate run --one-process`` (a debugger's breakpoint
 in the first phase). On DirectRunner's ``multi_processing`` mode (the ``local`` preset),
 a small later phase runs here instead of on worker processes started for it alone
-(``phase_placement``). The manifest's phases record the process id each ran in
+(``phase_placement``), and the first phase runs as tasks, processes that take
+the input's ranges from this one as they are free (``phase_tasks``). The manifest's phases record the process id each ran in
 (``pid``) and the worker processes DirectRunner started for it (``workers``).
 """
 
@@ -37,7 +38,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.runner import PipelineState
 
-from mmcurate.pipeline import beam_files, interrupts, phase_placement, phase_process
+from mmcurate.pipeline import beam_files, interrupts, phase_placement, phase_process, phase_tasks
 from mmcurate.pipeline.build import (
     STAGED_CAPTURED,
     STAGED_DECISIONS,
@@ -184,7 +185,19 @@ def run_phases(
             job = (phases, phase, root, run_with, patterns, config, reader, done_ranges)
             apart = first_phase_apart and phase.index == 0 and not phase.final
             pickled = _pickled_apart(job) if apart and phase_process.runs_in_this_process(options) else None
-            if pickled is not None:
+            tasks = phase_tasks.task_count(run_with, phase, config, reader) if phase.index == 0 else 0
+            in_tasks = None
+            if tasks:
+                paths = [path for path, _, _ in input_files(patterns)]
+                try:
+                    in_tasks = phase_tasks.run_in_tasks(job, paths, tasks)
+                except phase_process.ChildDied as exc:
+                    raise RunError(f"phase {phase.dirname}: a task {exc}; nothing was published (staging kept at {root})") from None
+            if in_tasks is not None:
+                counters, pid, in_parts = in_tasks
+                if in_parts:
+                    _assemble(here, run_with, config)
+            elif pickled is not None:
                 # What the first phase loads (heliport's 830 MB) would stay under the later phases.
                 try:
                     counters, pid = phase_process.call_pickled(pickled)

@@ -77,9 +77,11 @@ def stage_ranges(
     decisions: Sequence[beam.PCollection],
     captured: Optional[beam.PCollection],
     recycled: bool,
+    sink_name: str = "part",
 ) -> None:
     """Phase 0's outputs into the files of the range each came from, as it is read;
-    what cannot go there (``StageRecordsFn``) to Beam's sink, beside them."""
+    what cannot go there (``StageRecordsFn``) to Beam's sink, beside them (its files
+    named ``<sink_name>-*``)."""
     prepare = None if recycled else without_document
     outputs = [("Documents", STAGED_DOCS, docs, record_key, None)]
     outputs += [(f"Decisions{i}", STAGED_DECISIONS, d, decision_key, prepare) for i, d in enumerate(decisions)]
@@ -92,14 +94,15 @@ def stage_ranges(
     keys = {STAGED_DOCS: record_key, STAGED_DECISIONS: decision_key, STAGED_CAPTURED: captured_key}
     for table, pcolls in loose.items():
         gathered = pcolls | f"Loose{table.capitalize()}" >> beam.Flatten()
-        _ = gathered | f"StageLoose{table.capitalize()}" >> WriteStaged(beam_files.join(here, table), key=keys[table])
+        _ = gathered | f"StageLoose{table.capitalize()}" >> WriteStaged(beam_files.join(here, table), key=keys[table], name=sink_name)
 
 
-def write_ranges(here: str, docs: beam.PCollection, decisions: Sequence[beam.PCollection], write: WriteConfig) -> None:
+def write_ranges(here: str, docs: beam.PCollection, decisions: Sequence[beam.PCollection], write: WriteConfig,
+                 sink_name: str = "part") -> None:
     """A run's only phase: the rows of its kept documents and decision rows (without
     the rejected documents they carry) into the files of the range each came from;
-    the rest to ``loose/`` through the write stage's sinks (``assemble_tables``
-    joins both after the run)."""
+    the rest to ``loose/`` through the write stage's sinks, files named
+    ``<sink_name>-*`` (``assemble_tables`` joins both after the run)."""
     documents = functools.partial(table_row, table=DOCUMENTS)
     rows = functools.partial(table_row, table=DECISIONS)
     loose_docs = docs | "StageDocuments" >> beam.ParDo(StageRecordsFn(here, DOCUMENTS, documents))
@@ -110,7 +113,7 @@ def write_ranges(here: str, docs: beam.PCollection, decisions: Sequence[beam.PCo
     loose_decisions = loose | "LooseDecisions" >> beam.Flatten()
     # No images or pairs rows reach this phase: their tables are assembled from no
     # parts, as files with the schema and no rows, the same as from an empty sink's.
-    _ = (loose_docs, loose_decisions) | "Write" >> WriteCorpus(beam_files.join(here, LOOSE_DIR), write, given_only=True)
+    _ = (loose_docs, loose_decisions) | "Write" >> WriteCorpus(beam_files.join(here, LOOSE_DIR), write, given_only=True, name=sink_name)
 
 
 def _parts(here: str, table: str, markers: dict[str, dict]) -> list[str]:

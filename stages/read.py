@@ -256,27 +256,32 @@ def file_size(path: str) -> Optional[int]:
         return None
 
 
-class FindChunksFn(ReadWarcFileFn):
-    """One file -> ``(path, start, end)`` byte ranges of whole records, about
-    ``chunk_bytes(size)`` each (end -1: to the end of the file), so that one WARC is
-    read by many workers without its pages crossing a shuffle.
+def file_ranges(path: str) -> Iterator[tuple[str, int, int]]:
+    """``(path, start, end)`` byte ranges of whole records of one file, about
+    ``chunk_bytes(size)`` each (end -1: to the end of the file), in file order.
 
     Only WARC files are cut, at record boundaries warcio reports; an ARC file, an
     empty or unreadable one, or the rest of a file after a record warcio cannot
     parse is one range, whose reader reports the fault as for a whole file."""
+    start = 0
+    size = chunk_bytes(file_size(path))
+    try:
+        with open_archive(path) as raw:
+            for cut in chunk_boundaries(raw, size):
+                yield path, start, cut
+                start = cut
+    except Exception:  # the reader of the last range meets it again and reports it
+        log.debug("%s: scanning for record boundaries stopped at byte %d", path, start, exc_info=True)
+    yield path, start, -1
+
+
+class FindChunksFn(ReadWarcFileFn):
+    """One file -> its ranges (``file_ranges``), so that one WARC is read by many
+    workers without its pages crossing a shuffle."""
 
     def process(self, path: str) -> Iterator[tuple[str, int, int]]:
         self._counters.inc("files")
-        start = 0
-        size = chunk_bytes(file_size(path))
-        try:
-            with open_archive(path) as raw:
-                for cut in chunk_boundaries(raw, size):
-                    yield path, start, cut
-                    start = cut
-        except Exception:  # the reader of the last range meets it again and reports it
-            log.debug("%s: scanning for record boundaries stopped at byte %d", path, start, exc_info=True)
-        yield path, start, -1
+        yield from file_ranges(path)
 
 
 class WholeFileFn(ReadWarcFileFn):
@@ -320,6 +325,11 @@ class ReadWarc(beam.PTransform):
     one range ``(path, 0, -1)`` without ``read.reshuffle``; ``in_order_reader``
     replaces ``ReadFilesInOrderFn`` under ``read.limit`` (the first phase of
     ``mmcurate run`` stages each range as it reads it: ``stages/range_staging.py``).
+    ``chunks``, a transform from the pipeline's root to ``(path, start, end)``
+    ranges, replaces matching the patterns and cutting the files (``file_ranges``
+    made elsewhere: the tasks of a local run's first phase, ``pipeline/phase_tasks.py``,
+    read the ranges their launcher hands out); it needs ``read.reshuffle`` and no
+    ``read.limit``.
     """
 
     def __init__(
@@ -329,8 +339,12 @@ class ReadWarc(beam.PTransform):
         label: Optional[str] = None,
         chunk_reader: Optional[ReadChunkFn] = None,
         in_order_reader: Optional[ReadFilesInOrderFn] = None,
+        chunks: Optional[beam.PTransform] = None,
     ):
         super().__init__(label)
+        if chunks is not None and (config.limit or not config.reshuffle):
+            raise ValueError("ReadWarc: chunks= needs read.reshuffle and no read.limit (files are then read whole, in order)")
+        self._chunks = chunks
         self._chunk_reader = chunk_reader
         self._in_order_reader = in_order_reader
         if isinstance(patterns, str):
@@ -342,13 +356,17 @@ class ReadWarc(beam.PTransform):
 
     def expand(self, pbegin) -> ReadResult:
         config = self._config
+        tags = (IMAGES, REJECTED, ERRORS)
+        if self._chunks is not None:
+            reader = self._chunk_reader or ReadChunkFn(config)
+            outputs = pbegin | "Ranges" >> self._chunks | "ReadChunks" >> beam.ParDo(reader).with_outputs(*tags, main=PAGES)
+            return ReadResult(outputs[PAGES], outputs[IMAGES], outputs[REJECTED], outputs[ERRORS])
         paths = (
             pbegin
             | "Patterns" >> beam.Create(self._patterns)
             | "MatchFiles" >> fileio.MatchAll(fileio.EmptyMatchTreatment.ALLOW)
             | "Paths" >> beam.Map(_path)
         )
-        tags = (IMAGES, REJECTED, ERRORS)
         if config.limit:
             outputs = (
                 paths

@@ -39,13 +39,16 @@ def read_unit(unit: str) -> Iterator[Any]:
 
 
 class WriteStaged(beam.PTransform):
-    """Records (any picklable value) to staging shards under ``directory``; returns
-    the sink's output (the written file names, once finalised)."""
+    """Records (any picklable value) to staging shards under ``directory``
+    (``<name>-SSSSS-of-NNNNN.parquet``); returns the sink's output (the written file
+    names, once finalised)."""
 
-    def __init__(self, directory: str, key: Callable[[Any], str] = lambda r: "", label: str | None = None):
+    def __init__(self, directory: str, key: Callable[[Any], str] = lambda r: "", label: str | None = None,
+                 name: str = "part"):
         super().__init__(label)
         self._directory = directory
         self._key = key
+        self._name = name
 
     def expand(self, records: beam.PCollection) -> beam.PCollection:
         return (
@@ -53,7 +56,7 @@ class WriteStaged(beam.PTransform):
             | "ToRows" >> beam.Map(to_row, self._key)
             | "WriteShards"
             >> beam.io.WriteToParquet(
-                FileSystems.join(self._directory, "part"),
+                FileSystems.join(self._directory, self._name),
                 schema=STAGED_SCHEMA,
                 codec="zstd",
                 record_batch_size=ROWS_PER_UNIT,

@@ -20,22 +20,24 @@ from mmcurate.stages.config import WriteConfig
 STAGE = "write"
 
 
-def table_prefix(directory: str, table: str) -> str:
-    return FileSystems.join(directory, table, "part") if "://" in directory else posixpath.join(directory, table, "part")
+def table_prefix(directory: str, table: str, name: str = "part") -> str:
+    return FileSystems.join(directory, table, name) if "://" in directory else posixpath.join(directory, table, name)
 
 
 class WriteTable(beam.PTransform):
-    """Rows (dicts) of one table to ``DIR/<table>/part-SSSSS-of-NNNNN.parquet``."""
+    """Rows (dicts) of one table to ``DIR/<table>/part-SSSSS-of-NNNNN.parquet``
+    (``name`` replaces ``part``)."""
 
-    def __init__(self, directory: str, table: str, config: WriteConfig, label: str | None = None):
+    def __init__(self, directory: str, table: str, config: WriteConfig, label: str | None = None, name: str = "part"):
         super().__init__(label)
         self._directory = directory
         self._table = table
         self._config = config
+        self._name = name
 
     def expand(self, rows: beam.PCollection) -> beam.PCollection:
         return rows | "WriteParquet" >> beam.io.WriteToParquet(
-            table_prefix(self._directory, self._table),
+            table_prefix(self._directory, self._table, self._name),
             schema=SCHEMAS[self._table],
             codec=self._config.compression,
             record_batch_size=self._config.row_group_size,
@@ -55,13 +57,17 @@ class WriteCorpus(beam.PTransform):
     ``(documents, decisions[, image_rows[, pair_rows]]) | WriteCorpus(...)``.
     The images and pairs tables are written (possibly empty) either way, unless
     ``given_only``: then only the tables given are written (a caller that makes the
-    empty tables itself saves the eight Beam stages of two empty sinks)."""
+    empty tables itself saves the eight Beam stages of two empty sinks). ``name``
+    replaces ``part`` in the files' names (pipelines writing into the same tables
+    side by side: ``pipeline/phase_tasks.py``)."""
 
-    def __init__(self, directory: str, config: WriteConfig, label: str | None = None, given_only: bool = False):
+    def __init__(self, directory: str, config: WriteConfig, label: str | None = None, given_only: bool = False,
+                 name: str = "part"):
         super().__init__(label)
         self._directory = directory
         self._config = config
         self._given_only = given_only
+        self._name = name
 
     def expand(self, pcolls: tuple[beam.PCollection, ...]) -> dict[str, beam.PCollection]:
         documents, decisions, *rest = pcolls
@@ -74,6 +80,6 @@ class WriteCorpus(beam.PTransform):
         return {
             table: rows
             | f"{label}Rows" >> beam.Map(table_row, table)
-            | f"Write{label}s" >> WriteTable(self._directory, table, self._config)
+            | f"Write{label}s" >> WriteTable(self._directory, table, self._config, name=self._name)
             for (label, table), rows in zip(labels, (documents, decisions, *rest))
         }

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from mmcurate.pipeline.phase_process import call_in_child
+from mmcurate.pipeline.phase_process import ask, call_in_child
 from mmcurate.pipeline.phases import RunError
 
 log = logging.getLogger("mmcurate.tests.child")
@@ -49,6 +49,18 @@ def waits(marker: str):
     except KeyboardInterrupt:
         Path(marker + ".interrupted").write_text("yes")
         raise
+
+
+def takes_until_none(tag: str) -> list:
+    """Asks the launcher for items (``ask(tag)``) until it answers None: those it got."""
+    got = []
+    while (item := ask(tag)) is not None:
+        got.append(item)
+    return got
+
+
+def takes_one_then_fails(tag: str):
+    raise RunError(f"failed after taking {ask(tag)!r}")
 
 
 def launch(marker: str) -> None:

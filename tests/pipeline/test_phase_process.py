@@ -188,3 +188,45 @@ def test_ctrl_c_on_the_launcher_interrupts_the_child_and_waits_for_it(launcher):
     assert Path(f"{marker}.interrupted").read_text() == "yes"  # the child's KeyboardInterrupt
     assert Path(f"{marker}.launcher").read_text() == "interrupted"  # then the launcher's, the child gone
     assert _gone(child, 0.1)
+
+
+def test_children_ask_the_launcher_and_each_reply_goes_to_the_child_that_asked():
+    items = list(range(40))
+    answered: dict[int, list] = {0: [], 1: []}
+    requests: dict[int, set] = {0: set(), 1: set()}
+
+    def answer(child: int, request):
+        requests[child].add(request)
+        item = items.pop(0) if items else None
+        if item is not None:
+            answered[child].append(item)
+        return item
+
+    calls = [phase_process.payload(phase_children.takes_until_none, tag) for tag in ("first", "second")]
+    got = phase_process.call_many(calls, answer)
+    assert got == [answered[0], answered[1]]  # results in call order, each the replies its child asked for
+    assert sorted(got[0] + got[1]) == list(range(40))
+    assert requests == {0: {"first"}, 1: {"second"}}
+
+
+def test_when_one_child_fails_the_others_are_stopped_and_its_error_is_raised(tmp_path):
+    marker = tmp_path / "waiting.pid"
+
+    def answer(child: int, request):
+        deadline = time.monotonic() + 120
+        while not (marker.exists() and marker.read_text()):  # the other child is waiting by now
+            assert time.monotonic() < deadline, "the waiting child never started"
+            time.sleep(0.05)
+        return "an item"
+
+    calls = [phase_process.payload(phase_children.waits, str(marker)),
+             phase_process.payload(phase_children.takes_one_then_fails, "tag")]
+    with pytest.raises(RunError, match="^failed after taking 'an item'$"):
+        phase_process.call_many(calls, answer)
+    assert Path(f"{marker}.interrupted").read_text() == "yes"  # stopped as by Ctrl-C
+    assert _gone(int(marker.read_text()), 0.1)
+
+
+def test_asking_is_for_children_of_call_many():
+    with pytest.raises(RuntimeError, match="not a child of call_many"):
+        phase_process.ask("anything")
