@@ -163,7 +163,12 @@ def build_pipeline(
     pipeline of your own. Its corpus-wide stages join documents through shuffles
     (no staging, no phases), so a runner that keeps shuffled data in memory holds
     the documents; ``mmcurate run`` (``pipeline.run``) runs the same stages in phases
-    through staging instead."""
+    through staging instead. Running the pipeline is yours too: on Beam 2.77's
+    DirectRunner (``beam.Pipeline()``'s default) Beam first offers it to its Prism
+    runner, downloading Prism's binary from GitHub, and runs it on the DirectRunner's
+    own FnApiRunner only if that fails; ``beam.Pipeline(runner=
+    mmcurate.runners.direct.runner_for(options), options=options)`` skips Prism, as
+    mmcurate's own runs do (``runners/direct.py``)."""
     phase = Phase(0, "read", tuple(s for s in config.run.stages if s != "recycle"), True)
     build_phase(pipeline, [phase], phase, output_dir, inputs, config, reader=reader, tables=output_dir)
 

@@ -97,6 +97,8 @@ def export(
     import apache_beam as beam
     from apache_beam.options.pipeline_options import PipelineOptions
 
+    from mmcurate.runners import direct
+
     if shard_size < 1:
         raise ExportError(f"--shard-size {shard_size}: must be at least 1")
     manifest = load_manifest(directory)
@@ -107,7 +109,7 @@ def export(
         os.makedirs(output, exist_ok=True)
     _clear_previous(output)
     options = PipelineOptions(list(beam_args))
-    with beam.Pipeline(options=options) as pipeline:
+    with beam.Pipeline(runner=direct.runner_for(options), options=options) as pipeline:
         _ = pipeline | "Export" >> ExportShards(specs, image_files, output, fmt, table)
     stats = [beam_files.read_json(p) for p in beam_files.match(beam_files.join(output, "[0-9]*" + STATS_SUFFIX))]
     summary = summarise(

@@ -51,7 +51,7 @@ from mmcurate.pipeline.build import (
 from mmcurate.pipeline.range_outputs import LOOSE_DIR, PART_TABLES, assemble_tables, plan_tables
 from mmcurate.pipeline.config import Config
 from mmcurate.pipeline.progress import ProgressMonitor, counts_from_counters
-from mmcurate.runners import dofn_signatures, options_views
+from mmcurate.runners import direct, dofn_signatures, options_views
 from mmcurate.stages import read
 from mmcurate.stages.assemble import AssembleFiles
 from mmcurate.stages.engines import staging_files
@@ -100,7 +100,7 @@ def _assemble(here: str, options: PipelineOptions, config: Config) -> None:
     if _assembles_here(here):
         assemble_tables(here, tables, config)
         return
-    pipeline = beam.Pipeline(options=options)
+    pipeline = beam.Pipeline(runner=direct.runner_for(options), options=options)
     _ = pipeline | "AssembleTables" >> AssembleFiles(
         plan_tables(here, tables, config), config.write.compression, config.write.row_group_size
     )
@@ -246,7 +246,7 @@ def _documents_in(phases: Sequence[Phase], phase: Phase, totals: Optional[dict[t
 def _run_phase(phases, phase, root, options, patterns, config, reader, done_ranges) -> tuple[Optional[dict], int]:
     """Builds and runs one phase's pipeline (and assembles a run's only phase's
     tables): its counters (``query_counters``) and the id of the process it ran in."""
-    pipeline = beam.Pipeline(options=options)
+    pipeline = beam.Pipeline(runner=direct.runner_for(options), options=options)
     in_parts = build_phase(pipeline, phases, phase, root, patterns, config, reader=reader, done_ranges=done_ranges)
     result, state = _run(pipeline)
     if state not in (PipelineState.DONE, None):

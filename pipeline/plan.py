@@ -106,6 +106,7 @@ def plan_sources(
     from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
     from mmcurate.pipeline.beam_files import absolute, is_local
+    from mmcurate.runners import direct
     from mmcurate.stages.engines.source_plan import summary_path
     from mmcurate.stages.plan_sources import PlanSources
 
@@ -121,7 +122,7 @@ def plan_sources(
         standard.runner = "DirectRunner"
     extra = {"run_dirs": run_dirs, "index": patterns, "seed": config.seed, "config": config.model_dump(mode="json")}
     started = time.perf_counter()
-    with beam.Pipeline(options=options) as pipeline:
+    with beam.Pipeline(runner=direct.runner_for(options), options=options) as pipeline:
         _ = pipeline | "Plan" >> PlanSources(run_dirs, patterns, budget, output, config, extra)
     with FileSystems.open(summary_path(output)) as fh:
         summary = json.loads(fh.read().decode("utf-8"))
