@@ -41,6 +41,13 @@ What the user sees is the same as when the phase ran in the launching process:
   staging. A terminal's Ctrl-C or a ``kill`` of the process group reaches both.
 - The live progress line's side channel is named in the environment
   (``pipeline/progress.py``), which the child inherits.
+
+``call_many`` runs several calls at once, each in a child of its own (the first
+phase of a ``local`` run as tasks: ``pipeline/phase_tasks.py``), with the same
+behaviour for each; when one raises or dies, the others are stopped as on Ctrl-C
+before its error is raised. Its children may ``ask`` the launcher something (the
+next input range): the question goes up the results pipe, the launcher's answer
+comes down the control pipe, where the child's watching thread hands it over.
 """
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ from apache_beam.runners.runner import PipelineState
 from mmcurate.pipeline import phase_placement, phase_process
 from mmcurate.pipeline.build import Phase, build_phase, stages_by_range
 from mmcurate.pipeline.config import Config
-from mmcurate.runners import dofn_signatures, options_views
+from mmcurate.runners import direct, dofn_signatures, options_views
 from mmcurate.stages import read
 from mmcurate.stages.engines.staging_files import range_id
 
@@ -165,7 +165,7 @@ def _run_task(phases, phase, root, options, patterns, config, done_ranges, task:
 
     dofn_signatures.install()
     options_views.install()
-    pipeline = beam.Pipeline(options=options)
+    pipeline = beam.Pipeline(runner=direct.runner_for(options), options=options)
     in_parts = build_phase(pipeline, phases, phase, root, patterns, config, done_ranges=done_ranges,
                            chunks=AskedRanges(), sink_name=f"part-t{task}")
     result = pipeline.run()
