@@ -23,7 +23,14 @@ A ratio measured while that share is more than a few percent is not a measure of
 the runners. ``--rounds N`` runs the 10x input N times in each mode, alternating,
 and prints every round's ratio and their median.
 
+With ``--varied N`` the input is ``bench_memory.py``'s instead: N pages at 1x, every
+page different (real English sentences inserted into the fixture pages), one in ten
+an exact or near copy of an earlier one, so that about a quarter of the pages reach
+dedup and its near-duplicate step has work, as on a crawl (the repeated demo pages
+are nearly all exact copies of 17 pages).
+
     .venv/bin/python benchmarks/bench_runners.py --copies 5 --workers 2
+    .venv/bin/python benchmarks/bench_runners.py --varied 1200 --workers 2
 """
 
 from __future__ import annotations
@@ -52,6 +59,14 @@ DEMO = ROOT / "tests" / "fixtures" / "warc" / "demo.warc.gz"
 
 def build_input(path: Path, copies: int) -> int:
     return repeat_pages(DEMO, path, copies)
+
+
+def build_varied_input(path: Path, pages: int) -> int:
+    """``bench_memory.py``'s input: groups of 100 pages, 6 paragraphs added to each."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_memory import build_input as build_varied
+
+    return build_varied(path, pages, 100, 6)[0]
 
 
 def machine_busy_seconds() -> float:
@@ -150,13 +165,18 @@ def main() -> None:
     parser.add_argument("--factor", type=int, default=10, help="size of the large input, in multiples of 1x")
     parser.add_argument("--workers", type=int, default=2, help="worker processes of the multi-process run")
     parser.add_argument("--rounds", type=int, default=1, help="runs of the large input in each mode, alternating")
+    parser.add_argument("--varied", type=int, metavar="N", help="bench_memory's varied input, N pages at 1x, instead of --copies")
     args = parser.parse_args()
     print("load average at start: " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         small, large = tmp / "1x.warc.gz", tmp / f"{args.factor}x.warc.gz"
-        n_small = build_input(small, args.copies)
-        n_large = build_input(large, args.copies * args.factor)
+        if args.varied:
+            n_small = build_varied_input(small, args.varied)
+            n_large = build_varied_input(large, args.varied * args.factor)
+        else:
+            n_small = build_input(small, args.copies)
+            n_large = build_input(large, args.copies * args.factor)
         print(f"input: 1x = {n_small} pages ({small.stat().st_size / 1e6:.1f} MB), "
               f"{args.factor}x = {n_large} pages ({large.stat().st_size / 1e6:.1f} MB); cores: {os.cpu_count()}")
         direct = ["--runner-preset", "direct"]

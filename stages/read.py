@@ -231,13 +231,17 @@ class ReadFilesInOrderFn(ReadWarcFileFn):
 # Compressed bytes per chunk of records spread over workers (ours: enough pages per
 # chunk to amortise opening the file, small enough to spread one WARC over many cores).
 CHUNK_BYTES = 8 * 1024 * 1024
-# A file under RANGES_PER_FILE * CHUNK_BYTES (a 128 MB WARC) is cut into about
+# A file under RANGES_PER_FILE * CHUNK_BYTES (a 512 MB WARC) is cut into about
 # RANGES_PER_FILE ranges instead, none under MIN_CHUNK_BYTES (ours): with 8 MB
-# ranges a 2 MB file was one range, read by one worker while the others waited.
-# A range costs one open and seek, so many small ones cost next to nothing; and
-# MIN_CHUNK_BYTES stays well over pipeline.progress.SKIPPED_GAP, so that two
-# ranges one process read apart are never counted as one.
-RANGES_PER_FILE = 16
+# ranges a 2 MB file was one range, read by one worker while the others waited, and
+# a worker that takes ranges as it frees up (pipeline/phase_tasks.py) still waits at
+# the end for the last range another is reading: with 16 ranges of a 118 MB file the
+# two processes of a local run finished 4.3 s apart, with 64 the gap is about a
+# sixty-fourth of the phase's work per process at most. A range costs one open and seek and its
+# staging files (a few small Parquet files and a marker); and MIN_CHUNK_BYTES stays
+# well over pipeline.progress.SKIPPED_GAP, so that two ranges one process read apart
+# are never counted as one.
+RANGES_PER_FILE = 64
 MIN_CHUNK_BYTES = 128 * 1024
 
 

@@ -86,7 +86,8 @@ def test_a_small_file_is_cut_into_several_ranges_for_the_workers(tmp_path):
     # 8 MB ranges left a WARC of a few MB in one range, so one worker read it all.
     assert read.chunk_bytes(None) == read.CHUNK_BYTES
     assert read.chunk_bytes(1 << 30) == read.CHUNK_BYTES
-    assert read.chunk_bytes(32 << 20) == 2 << 20
+    assert read.chunk_bytes(128 << 20) == 2 << 20  # 64 ranges
+    assert read.chunk_bytes(32 << 20) == 512 << 10
     assert read.chunk_bytes(1 << 20) == read.MIN_CHUNK_BYTES
     finder = read.FindChunksFn(ReadConfig())
     finder.setup()
