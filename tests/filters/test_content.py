@@ -1,3 +1,6 @@
+import random
+import unicodedata
+
 import pytest
 
 from docfactory import PROSE, make_doc
@@ -76,3 +79,23 @@ def test_word_count_splits_on_punctuation_and_keeps_contractions():
 def test_fold_for_hash_ignores_case_space_and_punctuation():
     assert fold_for_hash("Hello,  World!\n") == fold_for_hash("hello world") == "hello world"
     assert fold_for_hash("Hello World") != fold_for_hash("Hello Word")
+
+
+def _fold_by_category(text: str) -> str:
+    """fold_for_hash as defined: each character's category asked of unicodedata."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    kept = [" " if unicodedata.category(ch)[0] in "PSZC" else ch for ch in text]
+    return " ".join("".join(kept).split())
+
+
+def test_fold_for_hash_is_its_definition_on_every_script_and_category():
+    rng = random.Random(11)
+    # Letters of many scripts, digits, marks, punctuation, symbols, separators, controls,
+    # private use, surrogates' neighbours and unassigned code points.
+    blocks = [(0x20, 0x7F), (0xA0, 0x250), (0x300, 0x370), (0x370, 0x530), (0x590, 0x700), (0x900, 0xE80),
+              (0x1100, 0x1200), (0x2000, 0x2BFF), (0x3000, 0x30FF), (0x4E00, 0x4F00), (0xAC00, 0xAD00),
+              (0xE000, 0xE100), (0xFB00, 0xFFFF), (0x1F300, 0x1F6FF), (0xE0000, 0xE0080), (0x10FF00, 0x10FFFF)]
+    for _ in range(300):
+        text = "".join(chr(rng.randrange(*rng.choice(blocks))) for _ in range(rng.randrange(0, 80)))
+        assert fold_for_hash(text) == _fold_by_category(text), ascii(text)
+    assert fold_for_hash("Ｆｕｌｌ\u00a0WIDTH\u2028ſtraße — «ok»\x00") == "full width strasse ok"
