@@ -52,6 +52,7 @@ from apache_beam.runners.runner import PipelineState
 from mmcurate.pipeline import phase_placement, phase_process
 from mmcurate.pipeline.build import Phase, build_phase, stages_by_range
 from mmcurate.pipeline.config import Config
+from mmcurate.pipeline.run_results import RunError, query_counters
 from mmcurate.runners import direct, dofn_signatures, options_views
 from mmcurate.stages import read
 from mmcurate.stages.engines.staging_files import range_id
@@ -161,8 +162,6 @@ def run_in_tasks(job: tuple, paths: Sequence[str], tasks: int) -> Optional[tuple
 def _run_task(phases, phase, root, options, patterns, config, done_ranges, task: int) -> tuple[dict, bool]:
     """One task (in a process of its own): the first phase's pipeline on the ranges it
     is handed, run here; its counters and whether the phase's tables are in parts."""
-    from mmcurate.pipeline.phases import RunError, query_counters
-
     dofn_signatures.install()
     options_views.install()
     pipeline = beam.Pipeline(runner=direct.runner_for(options), options=options)

@@ -30,7 +30,6 @@ import json
 import logging
 import os
 import time
-from collections import defaultdict
 from typing import Any, Optional, Sequence
 
 import apache_beam as beam
@@ -51,6 +50,7 @@ from mmcurate.pipeline.build import (
 from mmcurate.pipeline.range_outputs import LOOSE_DIR, PART_TABLES, assemble_tables, plan_tables
 from mmcurate.pipeline.config import Config
 from mmcurate.pipeline.progress import ProgressMonitor, counts_from_counters
+from mmcurate.pipeline.run_results import RunError, query_counters
 from mmcurate.runners import direct, dofn_signatures, options_views
 from mmcurate.stages import read
 from mmcurate.stages.assemble import AssembleFiles
@@ -59,27 +59,6 @@ from mmcurate.stages.range_staging import NAMESPACE as RANGES_NAMESPACE
 from mmcurate.stages.range_staging import RANGES_READ
 
 log = logging.getLogger(__name__)
-
-
-class RunError(RuntimeError):
-    """The pipeline did not finish, or its output does not add up."""
-
-
-def query_counters(result: Any) -> Optional[dict[tuple[str, str], int]]:
-    """Every user counter of the run, summed over steps: {(namespace, name): value};
-    None when the runner reports no metrics (Beam's DaskRunner raises
-    NotImplementedError for ``metrics()``)."""
-    try:
-        queried = result.metrics().query()["counters"]
-    except NotImplementedError:
-        return None
-    totals: dict[tuple[str, str], int] = defaultdict(int)
-    for counter in queried:
-        value = counter.committed if counter.committed is not None else counter.attempted
-        totals[(counter.key.metric.namespace, counter.key.metric.name)] += int(value or 0)
-    if not totals:
-        return None  # every run counts read.files or read.ranges: no counters means no metrics
-    return dict(totals)
 
 
 def _run(pipeline: beam.Pipeline) -> tuple[Any, Any]:

@@ -214,16 +214,19 @@ def test_a_direct_run_never_reaches_prism(small_warc, tmp_path, prism_calls, fn_
     assert isinstance(runner._default_environment, environments.EmbeddedPythonEnvironment)
 
 
-def test_a_local_run_never_reaches_prism(small_warc, tmp_path, prism_calls, fn_api_runs):
+def test_a_local_run_never_reaches_prism(small_warc, tmp_path, prism_calls, fn_api_runs, caplog):
+    caplog.set_level(logging.INFO, logger="apache_beam.runners")
     out = tmp_path / "out"
     local = ["--runner-preset", "local", "--runner-opt", "workers=2", "--quiet"]
     assert main(["run", str(small_warc), "-o", str(out), *STAGES, *local]) == 0
     assert _outcome(out) == (KEPT, DECISIONS)
     assert prism_calls == []
-    # The first phase on two worker processes; the dedup phase of three documents in
-    # this process (pipeline/phase_placement.py).
-    first, dedup = fn_api_runs
-    assert first[0]._num_workers == 2
-    assert isinstance(first[0]._default_environment, environments.SubprocessSDKEnvironment)
-    assert dedup[1].view_as(DirectOptions).direct_running_mode == "in_memory"
-    assert isinstance(dedup[0]._default_environment, environments.EmbeddedPythonEnvironment)
+    # The first phase as two tasks, each a process running it in memory
+    # (pipeline/phase_tasks.py): their Beam log records come back here, none of Prism.
+    tasks = {r.process for r in caplog.records if r.process != os.getpid() and r.name.startswith("apache_beam.runners")}
+    assert len(tasks) == 2, tasks
+    assert not [r.getMessage() for r in caplog.records if "prism" in r.getMessage().lower()]
+    # The dedup phase of three documents in this process (pipeline/phase_placement.py).
+    [(runner, options)] = fn_api_runs
+    assert options.view_as(DirectOptions).direct_running_mode == "in_memory"
+    assert isinstance(runner._default_environment, environments.EmbeddedPythonEnvironment)
