@@ -87,12 +87,13 @@ INTERRUPT_GRACE_SECONDS = 60.0
 
 
 class ChildDied(RuntimeError):
-    """The child process ended without a result (killed, out of memory, crashed)."""
+    """The child process ended without a result (killed, out of memory, crashed):
+    ``child``, its index among ``call_many``'s calls; ``how``, how it ended."""
 
-    def __init__(self, exitcode: int | None):
+    def __init__(self, exitcode: int | None, child: int = 0):
         how = f"was killed by signal {-exitcode}" if exitcode is not None and exitcode < 0 else f"exited with {exitcode}"
         super().__init__(f"its process {how} before it finished")
-        self.exitcode = exitcode
+        self.exitcode, self.child, self.how = exitcode, child, how
 
 
 class ChildTraceback(Exception):
@@ -183,9 +184,11 @@ class _Child:
         self.finished = False
 
     def end(self) -> None:
-        self.finished = True
-        self.process.wait()
-        self.control.close()
+        try:
+            self.process.wait()
+        finally:
+            self.control.close()
+            self.finished = True
 
 
 def _start() -> tuple[subprocess.Popen, Connection, Connection]:
@@ -249,9 +252,9 @@ def _relay(children: Sequence[_Child], answer: Optional[Callable[[int, Any], Any
             child = children[i]
             try:
                 message = conn.recv()
-            except EOFError:
+            except (EOFError, OSError, pickle.UnpicklingError):  # it ended, maybe in the middle of a message
                 child.end()
-                raise ChildDied(child.process.returncode) from None
+                raise ChildDied(child.process.returncode, i) from None
             kind = message[0]
             if kind == "log":
                 _relog(message[1])
@@ -277,19 +280,19 @@ def _stop(children: Sequence[_Child]) -> None:
     """Tells the children to stop as Ctrl-C would and waits for them to exit, relaying
     their logging meanwhile; kills those left after ``INTERRUPT_GRACE_SECONDS`` or a
     second Ctrl-C."""
-    for child in children:
-        try:
-            child.control.send("interrupt")
-        except OSError:
-            pass  # it has exited already
-    deadline = time.monotonic() + INTERRUPT_GRACE_SECONDS
     running = {child.results: child for child in children}
     try:
+        for child in children:
+            try:
+                child.control.send("interrupt")
+            except OSError:
+                pass  # it has exited already
+        deadline = time.monotonic() + INTERRUPT_GRACE_SECONDS
         while running and time.monotonic() < deadline:
             for conn in wait(list(running), timeout=0.1):
                 try:
                     message = conn.recv()
-                except EOFError:
+                except (EOFError, OSError, pickle.UnpicklingError):
                     del running[conn]  # exited (or about to: waited for below)
                     continue
                 if message[0] == "log":

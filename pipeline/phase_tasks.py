@@ -11,7 +11,7 @@ last is done; and the ranges cross gRPC to the workers through the launcher
 Here the launcher instead starts ``workers`` fresh processes at once
 (``phase_process.call_many``) and, while they start, cuts the input files into the
 same ranges ``ReadWarc`` cuts (``read.file_ranges``) in a thread of its own. Each
-process builds the first phase's pipeline with ``ReadWarc(chunks=AskedRanges())``
+process builds the first phase's pipeline with ``ReadWarc(chunks=AskForRanges())``
 and runs it on Beam's DirectRunner in memory: its reader asks the launcher for a
 range (``phase_process.ask``), reads, extracts, filters and stages it
 (``stages/range_staging.py``: the steps between reading and staging are fused, so
@@ -56,6 +56,8 @@ from mmcurate.pipeline.run_results import RunError, query_counters
 from mmcurate.runners import direct, dofn_signatures, options_views
 from mmcurate.stages import read
 from mmcurate.stages.engines.staging_files import range_id
+from mmcurate.stages.range_staging import NAMESPACE as RANGES_NAMESPACE
+from mmcurate.stages.range_staging import RANGES_READ
 
 log = logging.getLogger(__name__)
 
@@ -68,8 +70,8 @@ def task_count(options: PipelineOptions, phase: Phase, config: Config, reader: O
     module docstring for when."""
     if not phase_process.SUPPORTED or reader is not None or config.read.limit or not config.read.reshuffle:
         return 0
-    if not stages_by_range(config, phase, reader):
-        return 0
+    if not stages_by_range(config, phase, reader) or direct.runner_for(options) is None:
+        return 0  # a runner of the user's own named DirectRunner runs as given
     return phase_placement.worker_processes(options)
 
 
@@ -85,7 +87,7 @@ class _AskRangesFn(beam.DoFn):
             yield tuple(chunk)
 
 
-class AskedRanges(beam.PTransform):
+class AskForRanges(beam.PTransform):
     """A pipeline's root -> the ranges the launcher hands this task, one at a time."""
 
     def expand(self, pbegin) -> beam.PCollection:
@@ -96,13 +98,17 @@ class RangeDealer:
     """The launcher's side: cuts ``paths`` into ranges (``read.file_ranges``) in a
     thread of its own and hands them out in file order, one per request, skipping
     those named in ``done`` (finished by an earlier run); None once all are out.
-    ``handed`` records which task got which range."""
+    ``handed`` records which task got which range. A fault of the cutting thread is
+    raised to the task that asks next (the run fails, as it does when Beam's cutting
+    step fails), never taken for the end of the input; ``close`` stops the thread."""
 
     def __init__(self, paths: Sequence[str], done: Mapping[str, Any]):
         self.paths = list(paths)
         self._done = done
         self._ranges: queue.Queue = queue.Queue(maxsize=1024)
         self._over = False
+        self._stop = threading.Event()
+        self._fault: Optional[BaseException] = None
         self.handed: list[tuple[int, tuple[str, int, int]]] = []
         self._thread = threading.Thread(target=self._cut, name="mmcurate-range-cutter", daemon=True)
         self._thread.start()
@@ -111,10 +117,21 @@ class RangeDealer:
         try:
             for path in self.paths:
                 for chunk in read.file_ranges(path):
-                    if range_id(*chunk) not in self._done:
-                        self._ranges.put(chunk)
-        finally:
-            self._ranges.put(None)
+                    if range_id(*chunk) not in self._done and not self._put(chunk):
+                        return
+        except BaseException as exc:  # file_ranges reports a file's faults as one range: this is not one
+            self._fault = exc
+        self._put(None)
+
+    def _put(self, item: Any) -> bool:
+        """Queues ``item`` unless the dealer is closed first: whether it was."""
+        while not self._stop.is_set():
+            try:
+                self._ranges.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
 
     def answer(self, task: int, request: Any) -> Optional[tuple[str, int, int]]:
         if request != NEXT_RANGE:
@@ -123,24 +140,32 @@ class RangeDealer:
             return None
         chunk = self._ranges.get()
         if chunk is None:
+            if self._fault is not None:
+                raise RuntimeError(f"cutting the input into ranges failed: {self._fault!r}") from self._fault
             self._over = True
             return None
         self.handed.append((task, chunk))
         return chunk
 
+    def close(self) -> None:
+        """Stops the cutting thread (which holds a file open while it cuts) and waits for it."""
+        self._stop.set()
+        self._thread.join()
 
-def run_in_tasks(job: tuple, paths: Sequence[str], tasks: int) -> Optional[tuple[dict, int, bool]]:
+
+def run_in_tasks(job: tuple, paths: Sequence[str], tasks: int) -> Optional[tuple[dict, list[int], bool]]:
     """Runs the first phase of ``job`` (``phases._run_phase``'s arguments) as ``tasks``
-    processes on the ranges of ``paths``: (its counters, this process's id, whether
-    its tables are left in parts to assemble); None when its call cannot be run in
-    another process (it does not pickle, or names the launching script), and the
-    caller runs it on the runner instead."""
+    processes on the ranges of ``paths``: (its counters, the tasks' process ids,
+    whether its tables are left in parts to assemble); None when its call cannot be
+    run in another process (it does not pickle, or names the launching script), and
+    the caller runs it on the runner instead."""
     phases, phase, root, options, patterns, config, reader, done_ranges = job
     in_memory = phase_placement.in_this_process(options)
     calls = []
     for i in range(tasks):
         try:
-            pickled = phase_process.payload(_run_task, phases, phase, root, in_memory, patterns, config, done_ranges, i)
+            # The dealer hands out no finished range: the tasks need not know them.
+            pickled = phase_process.payload(_run_task, phases, phase, root, in_memory, patterns, config, {}, i)
         except Exception:  # pickle raises several kinds (PicklingError, TypeError, AttributeError)
             log.info("the first phase runs on Beam's workers: what it is given does not pickle", exc_info=True)
             return None
@@ -149,27 +174,36 @@ def run_in_tasks(job: tuple, paths: Sequence[str], tasks: int) -> Optional[tuple
             return None
         calls.append(pickled)
     dealer = RangeDealer(paths, done_ranges)
-    outcomes = phase_process.call_many(calls, dealer.answer)
+    try:
+        outcomes = phase_process.call_many(calls, dealer.answer)
+    finally:
+        dealer.close()
     counters: dict[tuple[str, str], int] = defaultdict(int)
-    for task_counters, _in_parts in outcomes:
+    for task_counters, _in_parts, _pid in outcomes:
         for key, value in task_counters.items():
             counters[key] += value
     counters[(read.STAGE, "files")] += len(dealer.paths)
+    read_by_tasks = counters.get((RANGES_NAMESPACE, RANGES_READ), 0)
+    if read_by_tasks != len(dealer.handed):
+        # Each range handed out is read by the task it went to: anything else loses pages.
+        raise RunError(f"phase {phase.dirname}: its tasks read {read_by_tasks} input ranges of the "
+                       f"{len(dealer.handed)} handed out to them; nothing was published (staging kept at {root})")
     log.info("phase %s: %d ranges read by %d tasks", phase.dirname, len(dealer.handed), tasks)
-    return dict(counters), os.getpid(), any(in_parts for _, in_parts in outcomes)
+    return dict(counters), [pid for _, _, pid in outcomes], any(in_parts for _, in_parts, _ in outcomes)
 
 
-def _run_task(phases, phase, root, options, patterns, config, done_ranges, task: int) -> tuple[dict, bool]:
+def _run_task(phases, phase, root, options, patterns, config, done_ranges, task: int) -> tuple[dict, bool, int]:
     """One task (in a process of its own): the first phase's pipeline on the ranges it
-    is handed, run here; its counters and whether the phase's tables are in parts."""
+    is handed, run here; its counters, whether the phase's tables are in parts, and
+    this process's id."""
     dofn_signatures.install()
     options_views.install()
     pipeline = beam.Pipeline(runner=direct.runner_for(options), options=options)
     in_parts = build_phase(pipeline, phases, phase, root, patterns, config, done_ranges=done_ranges,
-                           chunks=AskedRanges(), sink_name=f"part-t{task}")
+                           chunks=AskForRanges(), sink_name=f"part-t{task}")
     result = pipeline.run()
     state = result.wait_until_finish()
     if state not in (PipelineState.DONE, None):
         raise RunError(f"phase {phase.dirname}, task {task}, ended in state {state}")
     # The in-memory runner reports metrics; a task handed no range has counted nothing.
-    return query_counters(result) or {}, in_parts
+    return query_counters(result) or {}, in_parts, os.getpid()

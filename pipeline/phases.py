@@ -19,8 +19,10 @@ and so does every phase with ``mmcurate run --one-process`` (a debugger's breakp
 in the first phase). On DirectRunner's ``multi_processing`` mode (the ``local`` preset),
 a small later phase runs here instead of on worker processes started for it alone
 (``phase_placement``), and the first phase runs as tasks, processes that take
-the input's ranges from this one as they are free (``phase_tasks``). The manifest's phases record the process id each ran in
-(``pid``) and the worker processes DirectRunner started for it (``workers``).
+the input's ranges from this one as they are free (``phase_tasks``). The manifest's
+phases record the process id each ran in (``pid``) and the worker processes
+DirectRunner started for it (``workers``); a first phase run as tasks records their
+process ids (``tasks``), their count as its ``workers``, and no ``pid``.
 """
 
 from __future__ import annotations
@@ -171,9 +173,15 @@ def run_phases(
                 try:
                     in_tasks = phase_tasks.run_in_tasks(job, paths, tasks)
                 except phase_process.ChildDied as exc:
-                    raise RunError(f"phase {phase.dirname}: a task {exc}; nothing was published (staging kept at {root})") from None
+                    raise RunError(
+                        f"phase {phase.dirname}: task {exc.child + 1} of {tasks} {exc.how} before it finished; nothing "
+                        f"was published (staging kept at {root}: the same command resumes from its finished input ranges)"
+                    ) from None
+            task_pids = None
             if in_tasks is not None:
-                counters, pid, in_parts = in_tasks
+                counters, task_pids, in_parts = in_tasks
+                pid = None  # the phase ran in its tasks' processes, not in one
+                interrupts.check()
                 if in_parts:
                     _assemble(here, run_with, config)
             elif pickled is not None:
@@ -196,6 +204,8 @@ def run_phases(
                 "pid": pid,
                 "workers": phase_placement.worker_processes(run_with),
             }
+            if task_pids is not None:
+                done["tasks"] = task_pids
             if phase.index == 0:
                 done["ranges"] = {"read": ranges_read, "resumed": len(finished)}
             beam_files.write_json(beam_files.join(here, COMPLETE), done)
@@ -205,8 +215,9 @@ def run_phases(
             _merge(totals, {(ns, name): value for ns, name, value in done["counters"]})
         entry = {"phase": phase.dirname, "stages": list(phase.stages), "seconds": done["seconds"], "resumed": resumed,
                  "pid": done.get("pid"), "workers": done.get("workers")}
-        if "ranges" in done:
-            entry["ranges"] = done["ranges"]
+        for key in ("tasks", "ranges"):
+            if key in done:
+                entry[key] = done[key]
         report.append(entry)
     interrupts.check()
     return (totals if metrics else None), report

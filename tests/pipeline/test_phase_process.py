@@ -230,3 +230,13 @@ def test_when_one_child_fails_the_others_are_stopped_and_its_error_is_raised(tmp
 def test_asking_is_for_children_of_call_many():
     with pytest.raises(RuntimeError, match="not a child of call_many"):
         phase_process.ask("anything")
+
+
+def test_a_child_that_dies_among_several_is_named_and_the_others_are_stopped(tmp_path):
+    marker = tmp_path / "waiting.pid"
+    calls = [phase_process.payload(phase_children.waits, str(marker)), phase_process.payload(phase_children.dies)]
+    with pytest.raises(phase_process.ChildDied, match="^its process exited with 3 before it finished$") as caught:
+        phase_process.call_many(calls)
+    assert (caught.value.child, caught.value.how) == (1, "exited with 3")
+    if marker.exists() and marker.read_text():  # the waiting child had started: it was stopped, not left running
+        assert _gone(int(marker.read_text()), 0.1)

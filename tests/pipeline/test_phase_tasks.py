@@ -56,6 +56,38 @@ def test_the_dealer_hands_out_each_range_once_in_file_order_but_those_finished_b
         dealer.answer(0, "something else")
 
 
+def test_a_fault_of_the_cutting_thread_fails_the_phase_and_is_not_taken_for_the_end(monkeypatch):
+    files = [str(DEMO), str(FIXTURES / "books.toscrape.warc")]
+    cut = read.file_ranges
+
+    def failing_on_the_second_file(path):
+        if path == files[1]:
+            raise MemoryError("no memory left")  # file_ranges reports a file's own faults as a range: not this
+        yield from cut(path)
+
+    monkeypatch.setattr(read, "file_ranges", failing_on_the_second_file)
+    dealer = phase_tasks.RangeDealer(files, {})
+    got = [dealer.answer(0, phase_tasks.NEXT_RANGE) for _ in range(4)]
+    assert got == list(cut(str(DEMO)))
+    with pytest.raises(RuntimeError, match=r"^cutting the input into ranges failed: MemoryError\('no memory left'\)$"):
+        dealer.answer(1, phase_tasks.NEXT_RANGE)
+    dealer.close()
+
+
+def test_closing_the_dealer_stops_its_thread_while_it_waits_for_room(monkeypatch):
+    def endless(path):
+        start = 0
+        while True:
+            yield path, start, start + 1
+            start += 1
+
+    monkeypatch.setattr(read, "file_ranges", endless)
+    dealer = phase_tasks.RangeDealer(["endless.warc.gz"], {})
+    assert dealer.answer(0, phase_tasks.NEXT_RANGE) == ("endless.warc.gz", 0, 1)
+    dealer.close()  # the queue is full: the thread waits for room until it is told to stop
+    assert not dealer._thread.is_alive()
+
+
 @pytest.mark.parametrize(
     "flags, stages, reader, tasks",
     [
@@ -118,7 +150,8 @@ def test_a_local_run_reads_its_first_phase_in_tasks_and_gives_the_direct_runs_ou
     assert sorted(chunks) == list(read.file_ranges(str(DEMO))) and len(chunks) == 4
     assert dealer.unfinished == []  # each range staged, its marker written, before the next was asked for
     (phase,) = got[2]["phases"]
-    assert (phase["workers"], phase["ranges"]) == (2, {"read": 4, "resumed": 0})
+    assert (phase["workers"], phase["ranges"], phase["pid"]) == (2, {"read": 4, "resumed": 0}, None)
+    assert len(set(phase["tasks"])) == 2 and os.getpid() not in phase["tasks"]  # two processes, not this one
 
 
 @pytest.mark.slow
