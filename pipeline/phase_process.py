@@ -72,6 +72,8 @@ from typing import Any, Callable, Optional, Sequence
 # logging is forwarded, and Beam logs as it is imported.
 from mmcurate.pipeline import interrupts, start_up_gc
 
+log = logging.getLogger(__name__)
+
 # Descriptors passed to a child process (subprocess's pass_fds) exist on POSIX only,
 # and an embedded interpreter may have no executable to start.
 SUPPORTED = os.name == "posix" and bool(sys.executable)
@@ -122,6 +124,21 @@ def runs_in_this_process(options) -> bool:
 def payload(function: Callable[..., Any], *args: Any) -> bytes:
     """``(function, args)`` pickled, as ``call_pickled`` takes them."""
     return pickle.dumps((function, args), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def portable_payload(otherwise: str, function: Callable[..., Any], *args: Any) -> Optional[bytes]:
+    """``payload(function, *args)`` when a fresh child can run it, else None, and why
+    is logged at INFO with ``otherwise`` (what the caller does instead): something
+    given does not pickle, or names the launching script (``portable``)."""
+    try:
+        pickled = payload(function, *args)
+    except Exception:  # pickle raises several kinds (PicklingError, TypeError, AttributeError)
+        log.info("%s: what it is given does not pickle", otherwise, exc_info=True)
+        return None
+    if not portable(pickled):
+        log.info("%s: it uses something defined in __main__", otherwise)
+        return None
+    return pickled
 
 
 def portable(pickled: bytes) -> bool:

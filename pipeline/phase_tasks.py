@@ -163,14 +163,10 @@ def run_in_tasks(job: tuple, paths: Sequence[str], tasks: int) -> Optional[tuple
     in_memory = phase_placement.in_this_process(options)
     calls = []
     for i in range(tasks):
-        try:
-            # The dealer hands out no finished range: the tasks need not know them.
-            pickled = phase_process.payload(_run_task, phases, phase, root, in_memory, patterns, config, {}, i)
-        except Exception:  # pickle raises several kinds (PicklingError, TypeError, AttributeError)
-            log.info("the first phase runs on Beam's workers: what it is given does not pickle", exc_info=True)
-            return None
-        if not phase_process.portable(pickled):
-            log.info("the first phase runs on Beam's workers: it uses something defined in __main__")
+        # The dealer hands out no finished range: the tasks need not know them.
+        pickled = phase_process.portable_payload("the first phase runs on Beam's workers", _run_task, phases, phase,
+                                                 root, in_memory, patterns, config, {}, i)
+        if pickled is None:
             return None
         calls.append(pickled)
     dealer = RangeDealer(paths, done_ranges)

@@ -254,15 +254,7 @@ def _pickled_apart(job: tuple) -> Optional[bytes]:
     say), which the child does not run."""
     if not phase_process.SUPPORTED:
         return None
-    try:
-        pickled = phase_process.payload(_run_phase_in_child, *job)
-    except Exception:  # pickle raises several kinds (PicklingError, TypeError, AttributeError)
-        log.info("the first phase runs in this process: what it is given does not pickle", exc_info=True)
-        return None
-    if not phase_process.portable(pickled):
-        log.info("the first phase runs in this process: it uses something defined in __main__")
-        return None
-    return pickled
+    return phase_process.portable_payload("the first phase runs in this process", _run_phase_in_child, *job)
 
 
 def _run_phase_in_child(*job) -> tuple[Optional[dict], int]:

@@ -26,7 +26,16 @@ from mmcurate.stages.read_index import ReadWarcIndex
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from test_resume import DEMO, FIXTURES, RANGE_FILES, finished_phases, finished_ranges, split_input, wait_for  # noqa: E402,F401
+from test_resume import (  # noqa: E402,F401
+    DEMO,
+    FIXTURES,
+    RANGE_FILES,
+    ctrl_c_keeps_the_finished_ranges,
+    finished_phases,
+    finished_ranges,
+    split_input,
+    wait_for,
+)
 from test_run_scale import assert_same_run, outcome  # noqa: E402
 
 LOCAL = ["--runner-preset", "local", "--runner-opt", "workers=2", "--quiet"]
@@ -178,13 +187,4 @@ def test_a_local_run_killed_inside_its_first_phase_resumes_from_the_ranges_its_t
 @pytest.mark.slow
 def test_ctrl_c_ends_a_local_run_with_one_line_and_keeps_the_finished_ranges(split_input, tmp_path):  # noqa: F811
     output = tmp_path / "out"
-    proc = subprocess.Popen(_cli(split_input / "part*.warc.gz", "-o", output), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, start_new_session=True)
-    wait_for(lambda: len(finished_ranges(output)) >= 1, 300, proc)
-    os.killpg(proc.pid, signal.SIGINT)  # a terminal's Ctrl-C: the launcher and its tasks
-    _, err = proc.communicate(timeout=120)
-    lines = [line for line in err.decode().splitlines() if line.strip()]
-    finished = len(finished_ranges(output))
-    assert proc.returncode == 130 and 0 < finished < RANGE_FILES, (proc.returncode, finished, lines)
-    assert lines == [f"mmcurate: interrupted; {finished} input range(s) of phase 0-read are kept in "
-                     f"{next(output.glob('.staging/*'))}: run the same command again to resume"], lines
+    ctrl_c_keeps_the_finished_ranges(_cli(split_input / "part*.warc.gz", "-o", output), output)

@@ -202,8 +202,13 @@ def test_a_run_killed_inside_its_first_phase_reads_only_the_ranges_it_had_not_fi
 @pytest.mark.slow
 def test_ctrl_c_inside_the_first_phase_keeps_the_finished_ranges(split_input, tmp_path):
     output = tmp_path / "out"
-    proc = subprocess.Popen(cli(split_input / "part*.warc.gz", "-o", output, "-q"), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, start_new_session=True)
+    ctrl_c_keeps_the_finished_ranges(cli(split_input / "part*.warc.gz", "-o", output, "-q"), output)
+
+
+def ctrl_c_keeps_the_finished_ranges(command: list[str], output: Path) -> None:
+    """Starts ``command`` (a run into ``output``), sends its process group a Ctrl-C
+    once a first-phase range is marked, and checks the run ends with its one line."""
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     wait_for(lambda: len(finished_ranges(output)) >= 1, 300, proc)
     os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=120)
