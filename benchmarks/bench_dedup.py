@@ -49,6 +49,7 @@ from datasketch import MinHash
 
 from mmcurate.filters import minhash
 from mmcurate.pipeline.config import DedupConfig
+from mmcurate.runners.direct import runner_for
 from mmcurate.schemas import Document, Provenance, TextNode
 from mmcurate.stages.dedup import DedupDocuments
 from mmcurate.stages.engines.dedup_fingerprints import describe_lsh
@@ -137,7 +138,7 @@ def bench_stage(n_docs: int, config: DedupConfig) -> None:
     for s in range(shards):
         generate_shard(s, per_shard)
     gen_s = time.perf_counter() - t
-    p = beam.Pipeline(options=PipelineOptions(ONE_WORKER))
+    p = beam.Pipeline(runner=runner_for(PipelineOptions(ONE_WORKER)), options=PipelineOptions(ONE_WORKER))
     result = (
         p
         | "Shards" >> beam.Create(list(range(shards)))
@@ -204,7 +205,7 @@ def true_jaccard(a: str, b: str, config: DedupConfig) -> float:
 def run_stage(docs: list[Document], config: DedupConfig) -> list[tuple[str, str]]:
     """(dropped doc_id, survivor doc_id) of every near-duplicate row."""
     out_path = Path("/tmp") / f"bench_dedup_rows_{time.time_ns()}.json"
-    p = beam.Pipeline(options=PipelineOptions(ONE_WORKER))
+    p = beam.Pipeline(runner=runner_for(PipelineOptions(ONE_WORKER)), options=PipelineOptions(ONE_WORKER))
     rows = (
         p
         | beam.Create(docs)

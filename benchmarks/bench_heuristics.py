@@ -28,9 +28,11 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions
 
 from mmcurate.filters.language import load_identifier
 from mmcurate.pipeline.config import load_config
+from mmcurate.runners.direct import runner_for
 from mmcurate.schemas import Document
 from mmcurate.stages.extract import ExtractDocuments
 from mmcurate.stages.heuristics import heuristic_steps
@@ -45,7 +47,7 @@ def extracted_documents(warcs: list[Path]) -> list[Document]:
     config = load_config()
     with tempfile.TemporaryDirectory() as tmp:
         prefix = str(Path(tmp) / "docs")
-        with beam.Pipeline(runner="DirectRunner") as p:
+        with beam.Pipeline(runner=runner_for(PipelineOptions(["--runner=DirectRunner"]))) as p:
             read = p | ReadWarc([str(w) for w in warcs], config.read)
             docs = read.pages | ExtractDocuments(config.extract)
             _ = (

@@ -39,6 +39,7 @@ from pagebuild import labelled_pages, token_f1  # noqa: E402
 from warcbuild import WarcBuilder, html_responses  # noqa: E402
 
 from mmcurate.pipeline.config import ExtractConfig, ReadConfig  # noqa: E402
+from mmcurate.runners.direct import runner_for  # noqa: E402
 from mmcurate.schemas import Document, Provenance  # noqa: E402
 from mmcurate.stages.extract import ExtractDocuments  # noqa: E402
 from mmcurate.stages.engines.extraction.registry import load_extractor  # noqa: E402
@@ -109,7 +110,7 @@ def extract_only(pages: list[tuple[str, str]], config: ExtractConfig) -> list[fl
 
 def beam_read_extract(path: Path, isolation: str) -> None:
     options = PipelineOptions(["--runner=DirectRunner", "--direct_num_workers=1", "--direct_running_mode=in_memory"])
-    with beam.Pipeline(options=options) as p:
+    with beam.Pipeline(runner=runner_for(options), options=options) as p:
         read = p | ReadWarc([str(path)], ReadConfig())
         extracted = read.pages | ExtractDocuments(ExtractConfig(isolation=isolation))
         _ = extracted.kept | "Count" >> beam.combiners.Count.Globally()

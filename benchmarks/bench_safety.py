@@ -24,10 +24,12 @@ import time
 from pathlib import Path
 
 import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions
 
 from mmcurate.filters import flagged_words, unsafe_urls
 from mmcurate.filters.language import load_language_model
 from mmcurate.filters.pii import redact_document
+from mmcurate.runners.direct import runner_for
 from mmcurate.pipeline.config import load_config
 from mmcurate.schemas import Document
 from mmcurate.stages.engines.extraction.page_documents import page_metadata
@@ -49,7 +51,7 @@ def read_pages(warcs: list[Path]) -> list:
     config = load_config()
     with tempfile.TemporaryDirectory() as tmp:
         prefix = str(Path(tmp) / "pages")
-        with beam.Pipeline(runner="DirectRunner") as p:
+        with beam.Pipeline(runner=runner_for(PipelineOptions(["--runner=DirectRunner"]))) as p:
             read = p | ReadWarc([str(w) for w in warcs], config.read)
             _ = read.pages | beam.Map(lambda pg: pickle.dumps(pg).hex()) | beam.io.WriteToText(prefix, shard_name_template="")
         return [pickle.loads(bytes.fromhex(line)) for line in Path(prefix).read_text().split()]

@@ -170,6 +170,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from mmcurate.pipeline.config import DedupConfig
 from mmcurate.schemas import Document, Provenance, TextNode
 from mmcurate.stages.dedup import DedupDocuments
+from mmcurate.runners.direct import runner_for
 
 def to_doc(line):
     row = json.loads(line)
@@ -185,7 +186,8 @@ class Count(beam.DoFn):
 
 path = sys.argv[1]
 config = DedupConfig(url=False, exact_text=False, near=True, word_ngram=5, num_perm=128, bands=9, rows=13, seed=1, verify=False)
-p = beam.Pipeline(options=PipelineOptions(["--direct_num_workers=1", "--direct_running_mode=in_memory"]))
+options = PipelineOptions(["--direct_num_workers=1", "--direct_running_mode=in_memory"])
+p = beam.Pipeline(runner=runner_for(options), options=options)
 result = p | beam.io.ReadFromText(path) | beam.Map(to_doc) | DedupDocuments(config)
 _ = result.kept | "CountKept" >> beam.ParDo(Count("kept"))
 _ = result.rejected | "CountRejected" >> beam.ParDo(Count("rejected"))
