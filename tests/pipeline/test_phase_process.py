@@ -240,3 +240,19 @@ def test_a_child_that_dies_among_several_is_named_and_the_others_are_stopped(tmp
     assert (caught.value.child, caught.value.how) == (1, "exited with 3")
     if marker.exists() and marker.read_text():  # the waiting child had started: it was stopped, not left running
         assert _gone(int(marker.read_text()), 0.1)
+
+
+def test_a_child_waiting_for_its_answer_is_stopped_when_another_fails():
+    def answer(child: int, request):
+        if child == 0:
+            time.sleep(0.01)  # child 0 keeps asking: it is mostly waiting for a reply
+            return "more"
+        return "the one"
+
+    calls = [phase_process.payload(phase_children.takes_until_none, "endless"),
+             phase_process.payload(phase_children.takes_one_then_fails, "tag")]
+    started = time.monotonic()
+    with pytest.raises(RunError, match="^failed after taking 'the one'$"):
+        phase_process.call_many(calls, answer)
+    # Stopped by its interrupt, well before INTERRUPT_GRACE_SECONDS would have it killed.
+    assert time.monotonic() - started < phase_process.INTERRUPT_GRACE_SECONDS / 2
