@@ -58,13 +58,13 @@ import logging.handlers
 import os
 import pickle
 import pickletools
+import queue
 import signal
 import subprocess
 import sys
 import threading
 import time
 import traceback
-import queue
 from multiprocessing.connection import Connection, wait
 from typing import Any, Callable, Optional, Sequence
 

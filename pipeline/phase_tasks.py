@@ -25,7 +25,8 @@ phase's counters are the sum of the tasks' and the files the launcher cut (the
 ``read.files`` counter, which ``ReadWarc`` counts where it cuts them). What the
 tasks' Beam sinks write beside the ranges' files (nothing, as the steps are fused;
 see ``range_staging``) is named per task, ``part-t<i>-*``. The manifest's phase
-records the launcher's process id and the tasks as its ``workers``.
+records the tasks' process ids (``tasks``), their count as its ``workers``, and no
+``pid`` (it ran in several processes).
 
 Used when the runner is Beam's DirectRunner in ``multi_processing`` mode, the first
 phase stages by range (``build.stages_by_range``) reading WARC files cut into ranges
@@ -163,9 +164,8 @@ def run_in_tasks(job: tuple, paths: Sequence[str], tasks: int) -> Optional[tuple
     in_memory = phase_placement.in_this_process(options)
     calls = []
     for i in range(tasks):
-        # The dealer hands out no finished range: the tasks need not know them.
         pickled = phase_process.portable_payload("the first phase runs on Beam's workers", _run_task, phases, phase,
-                                                 root, in_memory, patterns, config, {}, i)
+                                                 root, in_memory, patterns, config, i)
         if pickled is None:
             return None
         calls.append(pickled)
@@ -188,14 +188,15 @@ def run_in_tasks(job: tuple, paths: Sequence[str], tasks: int) -> Optional[tuple
     return dict(counters), [pid for _, _, pid in outcomes], any(in_parts for _, in_parts, _ in outcomes)
 
 
-def _run_task(phases, phase, root, options, patterns, config, done_ranges, task: int) -> tuple[dict, bool, int]:
+def _run_task(phases, phase, root, options, patterns, config, task: int) -> tuple[dict, bool, int]:
     """One task (in a process of its own): the first phase's pipeline on the ranges it
     is handed, run here; its counters, whether the phase's tables are in parts, and
     this process's id."""
     dofn_signatures.install()
     options_views.install()
     pipeline = beam.Pipeline(runner=direct.runner_for(options), options=options)
-    in_parts = build_phase(pipeline, phases, phase, root, patterns, config, done_ranges=done_ranges,
+    # Staged by range, as every first phase of a run; no range to skip (the dealer hands out none finished).
+    in_parts = build_phase(pipeline, phases, phase, root, patterns, config, done_ranges={},
                            chunks=AskForRanges(), sink_name=f"part-t{task}")
     result = pipeline.run()
     state = result.wait_until_finish()

@@ -236,9 +236,8 @@ CHUNK_BYTES = 8 * 1024 * 1024
 # ranges a 2 MB file was one range, read by one worker while the others waited, and
 # a worker that takes ranges as it frees up (pipeline/phase_tasks.py) still waits at
 # the end for the last range another is reading: with 16 ranges of a 118 MB file the
-# two processes of a local run finished 4.3 s apart, with 64 the gap is about a
-# sixty-fourth of the phase's work per process at most. A range costs one open and seek and its
-# staging files (a few small Parquet files and a marker); and MIN_CHUNK_BYTES stays
+# two processes of a local run finished 4.3 s apart, with 64 0.4-2.3 s (docs/scale.md).
+# A range costs one open and seek and its staging files (a few small Parquet files and a marker); and MIN_CHUNK_BYTES stays
 # well over pipeline.progress.SKIPPED_GAP, so that two ranges one process read apart
 # are never counted as one.
 RANGES_PER_FILE = 64
