@@ -234,12 +234,14 @@ def test_asking_is_for_children_of_call_many():
 
 def test_a_child_that_dies_among_several_is_named_and_the_others_are_stopped(tmp_path):
     marker = tmp_path / "waiting.pid"
-    calls = [phase_process.payload(phase_children.waits, str(marker)), phase_process.payload(phase_children.dies)]
+    # The second child dies once the first has started, so there is a running child to stop.
+    calls = [phase_process.payload(phase_children.waits, str(marker)),
+             phase_process.payload(phase_children.dies, str(marker))]
     with pytest.raises(phase_process.ChildDied, match="^its process exited with 3 before it finished$") as caught:
         phase_process.call_many(calls)
     assert (caught.value.child, caught.value.how) == (1, "exited with 3")
-    if marker.exists() and marker.read_text():  # the waiting child had started: it was stopped, not left running
-        assert _gone(int(marker.read_text()), 0.1)
+    assert Path(f"{marker}.interrupted").read_text() == "yes"  # stopped as by Ctrl-C, not left running
+    assert _gone(int(marker.read_text()), 0.1)
 
 
 def test_a_child_waiting_for_its_answer_is_stopped_when_another_fails():
