@@ -2,7 +2,7 @@
 weighting and document length (issue 13; docs/stages.md, "Machine translation: how
 well it generalises").
 
-    nice -n 10 .venv/bin/python benchmarks/exp_mt_noise.py [--data ../shared/data]
+    nice -n 10 .venv/bin/python benchmarks/bench_mt_noise.py [--data ../shared/data]
         [--parts base,noise,weights,length,diag,sources,systems] [--oof block|source]
         [--variants shipped,units,refsys,units+refsys]
 
