@@ -9,6 +9,9 @@ funnel, runs its own transform: every kept document becomes one JSON line of
     # -> /tmp/own/documents-00000-of-00001.jsonl, /tmp/own/rejections-00000-of-00001.tsv
 
 Any Beam flag works after the mmcurate ones (``--runner``, ``--direct_num_workers``, ...).
+With Beam's DirectRunner (the default) it runs as ``mmcurate run`` does, through
+``runner_for``: Beam 2.77's DirectRunner would otherwise offer the pipeline to the
+Prism runner first, which downloads Prism's binary at run time.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from mmcurate import ApplyTextHeuristics, Document, ExtractDocuments, ReadWarc, load_config
+from mmcurate.runners.direct import runner_for
 
 
 class SummariseFn(beam.DoFn):
@@ -70,7 +74,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--output", required=True, help="output directory")
     parser.add_argument("--set", dest="overrides", action="append", default=[], help="SECTION.KEY=VALUE")
     args, beam_args = parser.parse_known_args(argv)
-    with beam.Pipeline(options=PipelineOptions(beam_args)) as pipeline:
+    options = PipelineOptions(beam_args)
+    with beam.Pipeline(runner=runner_for(options), options=options) as pipeline:
         build(pipeline, args.inputs, args.output, args.overrides)
 
 
