@@ -269,9 +269,23 @@ def fit_inlp(X, meta, rows, c, rounds):
     return fit_projected(X, y, balanced_weights(y), c, U)
 
 
+# variant -> the options it reads (``name:key=value,...``); anything else is a typo,
+# which would otherwise run the variant's defaults under the name asked for.
+VARIANT_OPTIONS = {
+    "baseline": {"C"}, "pairwise": {"C"}, "pairwise+point": {"C", "pw"}, "demeaned": {"C", "lam"},
+    "avg": {"C"}, "signs": {"C"}, "min": {"C"}, "sum": {"C", "C2", "a"}, "inlp": {"C", "rounds"},
+    "vrex": {"C", "lam"}, "dro": {"C", "lam"},
+}
+
+
 def parse_variant(name):
     base, _, rest = name.partition(":")
-    opts = dict(kv.split("=") for kv in rest.split(",") if kv)
+    if base not in VARIANT_OPTIONS:
+        raise SystemExit(f"unknown variant {base!r}: one of {', '.join(VARIANT_OPTIONS)}")
+    opts = dict(kv.split("=", 1) for kv in rest.split(",") if kv)
+    unknown = set(opts) - VARIANT_OPTIONS[base]
+    if unknown:
+        raise SystemExit(f"variant {base!r} takes {', '.join(sorted(VARIANT_OPTIONS[base]))}, not {', '.join(sorted(unknown))}")
     return base, {k: float(v) for k, v in opts.items()}
 
 
@@ -379,7 +393,7 @@ def nested(examples, counts, meta):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser()
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data", default=str(build_models._default_data()))
     p.add_argument("--variants", default="baseline")
     p.add_argument("--protocols", default="sources")

@@ -11,8 +11,9 @@ tf-idf over hashed words+bigrams, 2^18 buckets, every bucket seen in 2+ training
 documents, logistic regression C=10, classes balanced) fitted on the training side
 of ``bench_quality.mt_folds`` and measured on its test side, with one change:
 
-- ``noise``: out-of-fold scores inside the training side (4 folds by line block;
-  the held-out source is never scored nor used to choose), then training documents
+- ``noise``: out-of-fold scores inside the training side (``--oof block``: 4 folds
+  by line block; ``--oof source``: one fold per training source language; the
+  held-out source is never scored nor used to choose), then training documents
   or whole units (a human reference or an MT system of one year and pair) on the
   wrong side are dropped or down-weighted, and the model is refitted;
 - ``weights``: ``sample_weight`` giving each human reference, each MT system and/or
@@ -168,11 +169,16 @@ def weight_variants(examples, idx, labels):
     }
 
 
+NAMED_VARIANTS = ("shipped", "units", "refsys", "units+refsys")
+
+
 def named_variant(name, examples, counts, labels, tr):
     """The rows and weights a named variant trains on, from the training rows ``tr``
     alone: shipped; units (drop every human reference and MT system whose mean
     out-of-fold score by line block is past the class midpoint); refsys (each human
     reference and each MT system the same weight within its class); both."""
+    if name not in NAMED_VARIANTS:
+        raise SystemExit(f"unknown variant {name!r}: one of {', '.join(NAMED_VARIANTS)}")
     keep, w = np.ones(len(tr), bool), None
     if name in ("units", "units+refsys"):
         p = oof_scores(examples, counts, labels, tr)
@@ -211,15 +217,19 @@ def source_folds(examples):
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--data", type=Path, default=HERE.parent.parent / "shared" / "data")
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", type=Path, default=build_models._default_data())
     ap.add_argument("--parts", default="base,noise,weights,length",
                     help="comma-separated: base, noise, weights, length, diag, sources, systems")
     ap.add_argument("--oof", choices=("block", "source"), default="block",
                     help="noise: out-of-fold scores by line block or by training source language")
-    ap.add_argument("--variants", default="", help="systems part: the variants to check on held-out systems and split")
+    ap.add_argument("--variants", default="",
+                    help=f"sources and systems parts: the variants to run ({', '.join(NAMED_VARIANTS)})")
     args = ap.parse_args()
     parts = set(args.parts.split(","))
+    unknown = [v for v in filter(None, args.variants.split(",")) if v not in NAMED_VARIANTS]
+    if unknown:
+        ap.error(f"unknown variants {', '.join(unknown)}: one of {', '.join(NAMED_VARIANTS)}")
     started = time.time()
     examples, counts, labels = load(args.data, 10)
     folds = source_folds(examples)

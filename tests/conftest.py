@@ -107,3 +107,19 @@ def worker_id(request) -> str:
     """The xdist worker ("gw0", ...), or "master" without xdist (xdist's own
     fixture when the plugin is active)."""
     return getattr(request.config, "workerinput", {}).get("workerid", "master")
+
+
+@pytest.fixture
+def prism_calls(monkeypatch):
+    """Every pipeline offered to Beam's PrismRunner in this process; the offer fails
+    at once (as it does without network), so a run that makes one still finishes."""
+    from apache_beam.runners.portability import prism_runner
+
+    calls = []
+
+    def run_pipeline(self, pipeline, options):
+        calls.append(options)
+        raise RuntimeError("the PrismRunner was asked to run a pipeline")
+
+    monkeypatch.setattr(prism_runner.PrismRunner, "run_pipeline", run_pipeline)
+    return calls

@@ -47,8 +47,8 @@ def dies(after: str = "") -> None:
 
 def waits(marker: str):
     """Writes its pid to ``marker``, then waits; on KeyboardInterrupt writes that too."""
-    Path(marker).write_text(str(os.getpid()))
-    try:
+    try:  # an interrupt that comes as soon as the pid is written is noted too
+        Path(marker).write_text(str(os.getpid()))
         while True:
             time.sleep(0.05)
     except KeyboardInterrupt:

@@ -11,9 +11,11 @@ from pathlib import Path
 
 import apache_beam as beam
 import pytest
+from apache_beam.options.pipeline_options import PipelineOptions
 
 import mmcurate
 from mmcurate.filters import reasons
+from mmcurate.runners.direct import runner_for
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "tests" / "fixtures" / "warc" / "demo.warc.gz"
@@ -52,10 +54,11 @@ def test_text_stages_do_not_import_torch():
     assert out.strip() == "False"
 
 
-def test_own_pipeline_example_composes_stages_with_its_own_transform(tmp_path):
+def test_own_pipeline_example_composes_stages_with_its_own_transform(tmp_path, prism_calls):
     example = _example()
     overrides = ["heuristics.language.allowed=[en]"]
-    with beam.Pipeline() as pipeline:
+    options = PipelineOptions()
+    with beam.Pipeline(runner=runner_for(options), options=options) as pipeline:  # as the README shows
         text = example.build(pipeline, [str(DEMO)], str(tmp_path / "out"), overrides)
         # What the heuristics stage decided, written beside the example's own outputs.
         _ = text.kept | "KeptUrls" >> beam.Map(lambda doc: doc.url) | beam.io.WriteToText(str(tmp_path / "kept"))
@@ -76,10 +79,12 @@ def test_own_pipeline_example_composes_stages_with_its_own_transform(tmp_path):
     assert rejections == {reason: rejected.count(reason) for reason in set(rejected)}
     # The demo's two pages with too few images, rejected with that code.
     assert rejections[reasons.CONTENT_TOO_FEW_IMAGES] == 2
+    assert prism_calls == []
 
 
-def test_own_pipeline_example_runs_from_the_command_line(tmp_path):
+def test_own_pipeline_example_runs_from_the_command_line(tmp_path, prism_calls):
     _example().main([str(DEMO), "--output", str(tmp_path), "--direct_num_workers=1"])
+    assert prism_calls == []  # Beam's DirectRunner ran it in Python, without offering it to Prism
     lines = (tmp_path / "documents-00000-of-00001.jsonl").read_text().splitlines()
     urls = {json.loads(line)["url"] for line in lines}
     assert "https://www.marshjournal.example/2024/05/salt-marsh-at-dawn/" in urls

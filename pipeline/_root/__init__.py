@@ -4,18 +4,23 @@ The Python API is the stages themselves: composite ``beam.PTransform``s that a
 pipeline of your own can apply, each built from its config section::
 
     import apache_beam as beam
+    from apache_beam.options.pipeline_options import PipelineOptions
     from mmcurate import ReadWarc, ExtractDocuments, ApplyTextHeuristics, load_config
+    from mmcurate.runners.direct import runner_for
 
     config = load_config("curate.yaml", ["heuristics.language.allowed=[en]"])
-    with beam.Pipeline() as p:
+    options = PipelineOptions()
+    with beam.Pipeline(runner=runner_for(options), options=options) as p:
         read = p | ReadWarc(["crawl/*.warc.gz"], config.read)
         extracted = read.pages | ExtractDocuments(config.extract)
         text = extracted.kept | ApplyTextHeuristics(config.heuristics)
         text.kept | beam.Map(my_own_step)
 
-Every filtering stage returns a ``StageResult`` (``kept``, ``rejected``, ``errors``);
-``ReadWarc`` a ``ReadResult``. The names below are imported on first use, so
-``import mmcurate`` is cheap and a model stage (which pulls in torch through Beam's
+Every filtering stage returns a ``StageResult`` (``kept``, ``rejected``,
+``errors``); ``ReadWarc`` a ``ReadResult``. ``runner_for`` keeps Beam's DirectRunner
+from offering the pipeline to the Prism runner (a download at run time), as
+``mmcurate run`` does. The names below are imported on first use, so ``import
+mmcurate`` is cheap and a model stage (which pulls in torch through Beam's
 RunInference) costs nothing until it is asked for.
 """
 

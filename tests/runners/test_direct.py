@@ -15,7 +15,6 @@ import pyarrow.parquet as pq
 import pytest
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 from apache_beam.runners.direct.direct_runner import BundleBasedDirectRunner, SwitchingDirectRunner
-from apache_beam.runners.portability import prism_runner
 from apache_beam.runners.portability.fn_api_runner import fn_runner
 from apache_beam.testing.util import assert_that, equal_to
 from apache_beam.transforms import environments
@@ -33,20 +32,6 @@ DIRECT_PATHS = (
 
 class _OwnDirectRunner(SwitchingDirectRunner):
     """Someone's own runner built on the DirectRunner."""
-
-
-@pytest.fixture
-def prism_calls(monkeypatch):
-    """Every pipeline offered to Beam's PrismRunner in this process; the offer fails
-    at once (as it does without network), so a run that makes one still finishes."""
-    calls = []
-
-    def run_pipeline(self, pipeline, options):
-        calls.append(options)
-        raise RuntimeError("the PrismRunner was asked to run a pipeline")
-
-    monkeypatch.setattr(prism_runner.PrismRunner, "run_pipeline", run_pipeline)
-    return calls
 
 
 @pytest.fixture
