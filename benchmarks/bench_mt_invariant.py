@@ -58,29 +58,23 @@ from pathlib import Path
 
 import numpy as np
 from scipy import optimize, sparse
-from sklearn.feature_extraction.text import TfidfTransformer
 from sklearn.linear_model import LogisticRegression
 
-from mmcurate.filters.translationese import count_matrix
 from mmcurate.pipeline import build_models
-from mmcurate.pipeline.train import roc_auc
-from mmcurate.pipeline.train_examples import split_examples, wmt_examples, wmt_files
+from mmcurate.pipeline.train import roc_auc, tfidf_features
+from mmcurate.pipeline.train_examples import split_examples
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_quality import mt_folds  # noqa: E402
+from bench_quality import _args, mt_counts, mt_folds  # noqa: E402
 
-FAMILIES = ("w", "b")
-BITS = 18
+SHIPPED = _args("mt", build_models.MT_ARGS)  # the shipped MT fit's settings
 
 
 def features(counts, train, test):
     """Training and test rows as ``train_linear`` builds them (buckets and idf from
     the training side only)."""
-    tr = counts[train]
-    df = np.bincount(tr.indices, minlength=tr.shape[1])
-    buckets = np.flatnonzero(df >= 2)
-    tfidf = TfidfTransformer(sublinear_tf=True)
-    return tfidf.fit_transform(tr[:, buckets]).tocsr(), tfidf.transform(counts[test][:, buckets]).tocsr()
+    buckets, tfidf, matrix = tfidf_features(counts[train], SHIPPED.min_count, SHIPPED.max_features)
+    return matrix.tocsr(), tfidf.transform(counts[test][:, buckets]).tocsr()
 
 
 def balanced_weights(y):
@@ -90,7 +84,7 @@ def balanced_weights(y):
 
 
 def sk_logreg(X, y, c, sample_weight=None, intercept=True):
-    clf = LogisticRegression(C=c, fit_intercept=intercept, max_iter=5000, random_state=0,
+    clf = LogisticRegression(C=c, fit_intercept=intercept, max_iter=5000, random_state=SHIPPED.seed,
                              class_weight=None if sample_weight is not None else "balanced")
     clf.fit(X, y, sample_weight=sample_weight)
     return clf.coef_[0], float(clf.intercept_[0]) if intercept else 0.0
@@ -291,7 +285,7 @@ def parse_variant(name):
 
 def score(variant, X, meta, rows, Xte):
     base, opts = parse_variant(variant)
-    c = opts.get("C", 10.0)
+    c = opts.get("C", SHIPPED.c)
     y = meta["label"][rows]
     if base == "baseline":
         w, b = sk_logreg(X, y, c)
@@ -352,7 +346,7 @@ def sum_scores(counts, meta, train, test):
     """Held-out log-odds of ``sum`` at every weight of GRID (a=0: the shipped fit)."""
     X, Xte = features(counts, train, test)
     y = meta["label"][train]
-    w1, _ = sk_logreg(X, y, 10.0)
+    w1, _ = sk_logreg(X, y, SHIPPED.c)
     w2, _ = fit_demeaned(X, meta, np.asarray(train), 0.3)
     out = {}
     for a in GRID:
@@ -399,17 +393,15 @@ def main(argv=None):
     p.add_argument("--protocols", default="sources")
     p.add_argument("--nested", action="store_true", help="only the nested choice of sum's weight")
     args = p.parse_args(argv)
-    files = wmt_files(build_models.wmt_dirs(Path(args.data)), build_models.WMT_EXCLUDE)
-    examples = wmt_examples(files, "en", 10)
+    t = time.process_time()
+    examples, counts, labels = mt_counts(Path(args.data), "en", 10)
+    print(f"{len(examples):,} documents, read and counted in {time.process_time() - t:.1f} CPU s", flush=True)
     pos = {id(e): i for i, e in enumerate(examples)}
     meta = {
-        "label": np.array([e.label for e in examples]),
+        "label": labels,
         "group": [e.group for e in examples],
         "source": np.array([e.source for e in examples]),
     }
-    t = time.process_time()
-    counts = count_matrix([e.text for e in examples], FAMILIES, BITS)
-    print(f"{len(examples):,} documents, counted in {time.process_time() - t:.1f} CPU s", flush=True)
     folds = mt_folds(examples, 0)
     if args.nested:
         nested(examples, counts, meta)

@@ -39,33 +39,28 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
+from scipy import sparse
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_quality import mt_folds  # noqa: E402
+from bench_quality import _args, mt_counts, mt_folds  # noqa: E402
 
-from mmcurate.filters.translationese import count_matrix  # noqa: E402
 from mmcurate.pipeline import build_models  # noqa: E402
-from mmcurate.pipeline.train import roc_auc  # noqa: E402
-from mmcurate.pipeline.train_examples import _hash, split_examples, wmt_examples, wmt_files  # noqa: E402
+from mmcurate.pipeline.train import roc_auc, tfidf_features  # noqa: E402
+from mmcurate.pipeline.train_examples import _hash, split_examples  # noqa: E402
 
-FAMILIES, BITS, MIN_COUNT, C = ("w", "b"), 18, 2, 10.0
+SHIPPED = _args("mt", build_models.MT_ARGS)  # the shipped MT fit's settings
 SOURCES = ("cs", "de", "he", "zh")
 
 
 def fit_predict(counts, train_idx, test_idx, labels, weights=None):
     """train_linear on rows ``train_idx`` (buckets seen in 2+ of them, sublinear
     tf-idf, LR C=10 balanced; optional per-document weights), P(MT) of ``test_idx``."""
-    from sklearn.feature_extraction.text import TfidfTransformer
     from sklearn.linear_model import LogisticRegression
 
-    train = counts[train_idx]
-    df = np.bincount(train.indices, minlength=train.shape[1])
-    buckets = np.flatnonzero(df >= MIN_COUNT)
-    tfidf = TfidfTransformer(sublinear_tf=True)
-    x = tfidf.fit_transform(train[:, buckets])
-    clf = LogisticRegression(C=C, class_weight="balanced", max_iter=5000, random_state=0)
+    buckets, tfidf, x = tfidf_features(counts[train_idx], SHIPPED.min_count, SHIPPED.max_features)
+    clf = LogisticRegression(C=SHIPPED.c, class_weight="balanced", max_iter=5000, random_state=SHIPPED.seed)
     clf.fit(x, labels[train_idx], sample_weight=weights)
     return clf.predict_proba(tfidf.transform(counts[test_idx][:, buckets]))[:, 1]
 
@@ -200,14 +195,6 @@ def report(name, per_source):
     return line
 
 
-def load(data, lines):
-    files = wmt_files(build_models.wmt_dirs(data), build_models.WMT_EXCLUDE)
-    examples = wmt_examples(files, "en", lines)
-    counts = count_matrix([e.text for e in examples], FAMILIES, BITS)
-    labels = np.array([e.label for e in examples])
-    return examples, counts, labels
-
-
 def source_folds(examples):
     """held-out source -> (train rows, test rows), as mt_folds makes them."""
     pos = {id(e): i for i, e in enumerate(examples)}
@@ -231,7 +218,7 @@ def main() -> int:
     if unknown:
         ap.error(f"unknown variants {', '.join(unknown)}: one of {', '.join(NAMED_VARIANTS)}")
     started = time.time()
-    examples, counts, labels = load(args.data, 10)
+    examples, counts, labels = mt_counts(args.data, "en", 10)
     folds = source_folds(examples)
     print(f"{len(examples)} documents, {labels.sum()} MT; load {time.time() - started:.0f} s", flush=True)
 
@@ -306,11 +293,10 @@ def main() -> int:
 
     if "length" in parts:
         for n in (5, 10, 20, 40):
-            ex_n, counts_n, labels_n = (examples, counts, labels) if n == 10 else load(args.data, n)
+            ex_n, counts_n, labels_n = (examples, counts, labels) if n == 10 else mt_counts(args.data, "en", n)
             folds_n = source_folds(ex_n)
             # train on 10-segment documents of the other sources, test on n-segment ones
-            texts = [e.text for e in examples] + [e.text for e in ex_n]
-            both = count_matrix(texts, FAMILIES, BITS) if n != 10 else counts
+            both = sparse.vstack([counts, counts_n]).tocsr() if n != 10 else counts
             lab_both = np.concatenate([labels, labels_n]) if n != 10 else labels
             off = len(examples) if n != 10 else 0
             per10 = {s: (labels_n[te], fit_predict(both, folds[s][0], te + off, lab_both))

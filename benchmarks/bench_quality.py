@@ -68,6 +68,20 @@ def _args(kind: str, extra: Sequence[str] = ()) -> Namespace:
     return parser().parse_args([kind, "--positive", "x", "--negative", "x", "--output", "x", *extra])
 
 
+def mt_counts(data: Path, language: str, lines: int = 10):
+    """``language``'s WMT documents of ``lines`` segments (as ``bench_mt`` makes them),
+    their count matrix with the shipped MT models' features and their labels, for
+    experiments that refit the shipped recipe on rows of it
+    (``pipeline.train.tfidf_features``): ``(examples, counts, labels)``."""
+    from mmcurate.filters.translationese import count_matrix
+
+    settings = _args("mt", build_models.MT_ARGS)
+    files = wmt_files(build_models.wmt_dirs(data), build_models.WMT_EXCLUDE)
+    examples = wmt_examples(files, language, lines)
+    counts = count_matrix([e.text for e in examples], tuple(settings.families.split(",")), settings.bits)
+    return examples, counts, np.array([e.label for e in examples])
+
+
 def _train(train: Sequence[Example], args: Namespace):
     if model_kind(args) == "fasttext" and args.balance:
         train = balance(train, args.seed)

@@ -153,24 +153,39 @@ def train_linear(examples: Sequence[Example], args: argparse.Namespace) -> Linea
     The buckets seen in at least ``--min-count`` texts are kept (the ``--max-features``
     most frequent of them, if set). Classes are weighted to balance, so no text is
     thrown away."""
-    from sklearn.feature_extraction.text import TfidfTransformer
     from sklearn.linear_model import LogisticRegression
+    from threadpoolctl import threadpool_limits
 
     families = tuple(args.families.split(","))
     if not 8 <= args.bits <= 30:
         raise ValueError(f"--bits {args.bits}: give 8 to 30")
     counts = count_matrix([e.text for e in examples], families, args.bits)
-    df = np.bincount(counts.indices, minlength=counts.shape[1])
-    buckets = np.flatnonzero(df >= args.min_count)
-    if args.max_features and len(buckets) > args.max_features:
-        # most frequent first, ties by bucket: the same choice on every run
-        buckets = np.sort(buckets[np.lexsort((buckets, -df[buckets]))[: args.max_features]])
-    tfidf = TfidfTransformer(sublinear_tf=True)
-    matrix = tfidf.fit_transform(counts[:, buckets])
+    buckets, tfidf, matrix = tfidf_features(counts, args.min_count, args.max_features)
     classifier = LogisticRegression(C=args.c, class_weight="balanced", max_iter=5000, random_state=args.seed)
-    classifier.fit(matrix, [e.label for e in examples])
+    # One BLAS thread: OpenBLAS sums in another order with each thread count, which
+    # moves the fit in its last bits (the intercept by up to 2e-10), so a model trained on
+    # a machine with more cores would not be the same file.
+    with threadpool_limits(limits=1, user_api="blas"):
+        classifier.fit(matrix, [e.label for e in examples])
     return LinearTextModel(buckets, tfidf.idf_, classifier.coef_[0], float(classifier.intercept_[0]), families,
                            args.bits)
+
+
+def tfidf_features(counts, min_count: int, max_features: int = 0):
+    """What ``train_linear`` fits on a ``count_matrix`` of its texts: the buckets seen
+    in at least ``min_count`` rows (the ``max_features`` most frequent of them, if
+    set), the sublinear tf-idf fitted on those columns, and the rows' features:
+    ``(buckets, tfidf, matrix)``. Texts outside training get the same features with
+    ``tfidf.transform(their_counts[:, buckets])``."""
+    from sklearn.feature_extraction.text import TfidfTransformer
+
+    df = np.bincount(counts.indices, minlength=counts.shape[1])
+    buckets = np.flatnonzero(df >= min_count)
+    if max_features and len(buckets) > max_features:
+        # most frequent first, ties by bucket: the same choice on every run
+        buckets = np.sort(buckets[np.lexsort((buckets, -df[buckets]))[:max_features]])
+    tfidf = TfidfTransformer(sublinear_tf=True)
+    return buckets, tfidf, tfidf.fit_transform(counts[:, buckets])
 
 
 def save_linear(model: LinearTextModel, output: Path) -> None:
