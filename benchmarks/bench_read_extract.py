@@ -10,12 +10,14 @@ files are carried along), then measures:
    extraction under its per-page time limit as in production: on its own thread
    (``extract.isolation: thread``, the default) and in a child process
    (``isolation: process``);
-4. extraction F1 on labelled pages (tests/pagebuild.py, golden text; bag of words).
+4. extraction F1 on labelled pages (tests/pagebuild.py, golden text; bag of words),
+   per page kind and over all; ``--f1-only`` measures this alone.
 
 Prints pages/s, CPU seconds per 1,000 pages and peak RSS (this process and its
 children).
 
     .venv/bin/python benchmarks/bench_read_extract.py --pages 2000
+    .venv/bin/python benchmarks/bench_read_extract.py --f1-only
 """
 
 from __future__ import annotations
@@ -116,11 +118,31 @@ def beam_read_extract(path: Path, isolation: str) -> None:
         _ = extracted.kept | "Count" >> beam.combiners.Count.Globally()
 
 
+def extraction_f1(config: ExtractConfig, n_per_kind: int = 5) -> None:
+    """Bag-of-words precision, recall and F1 of the extracted text against the golden
+    text of ``n_per_kind`` labelled pages of each kind, per kind and over all."""
+    labelled = labelled_pages(n_per_kind)
+    extractor = load_extractor(config.extractor)
+    by_kind: dict[str, list[tuple[float, float, float]]] = {}
+    for page in labelled:
+        nodes = extractor(page.html, page.url, config).nodes
+        text = Document(doc_id="f1", url=page.url, provenance=Provenance(warc_file=""), nodes=nodes).text
+        by_kind.setdefault(page.kind, []).append(token_f1(text, "\n".join(page.text)))
+    for kind, scores in [*by_kind.items(), ("all", [s for scores in by_kind.values() for s in scores])]:
+        means = [sum(s[i] for s in scores) / len(scores) for i in range(3)]
+        label = f"extraction on {len(labelled)} labelled pages" if kind == "all" else f"  {kind} ({len(scores)} pages)"
+        print(f"{label}: precision {means[0]:.3f}, recall {means[1]:.3f}, F1 {means[2]:.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pages", type=int, default=1000)
+    parser.add_argument("--f1-only", action="store_true", help="measure extraction F1 on the labelled pages only")
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    if args.f1_only:
+        extraction_f1(ExtractConfig(timeout_seconds=0))
+        return
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench.warc.gz"
@@ -139,15 +161,7 @@ def main() -> None:
         print(f"extract ms/page: median {1000 * q[49]:.1f}, p90 {1000 * q[89]:.1f}, p99 {1000 * q[98]:.1f}, max {1000 * max(times):.1f}")
         own, kids = peak_rss_mb()
         print(f"peak RSS: this process {own:.0f} MB, largest child {kids:.0f} MB")
-        labelled = labelled_pages(5)
-        extractor = load_extractor(config.extractor)
-        scores = []
-        for page in labelled:
-            nodes = extractor(page.html, page.url, config).nodes
-            text = Document(doc_id="f1", url=page.url, provenance=Provenance(warc_file=""), nodes=nodes).text
-            scores.append(token_f1(text, "\n".join(page.text)))
-        means = [sum(s[i] for s in scores) / len(scores) for i in range(3)]
-        print(f"extraction on {len(labelled)} labelled pages: precision {means[0]:.3f}, recall {means[1]:.3f}, F1 {means[2]:.3f}")
+        extraction_f1(config)
 
 
 if __name__ == "__main__":
