@@ -102,8 +102,6 @@ def build_phase(
     reader: beam.PTransform | None = None,
     tables: Optional[str] = None,
     done_ranges: Optional[Mapping[str, int]] = None,
-    chunks: Optional[beam.PTransform] = None,
-    sink_name: str = "part",
 ) -> bool:
     """Adds one phase to ``pipeline``; its outputs go to ``phase_dir(staging, phase)``.
 
@@ -119,14 +117,9 @@ def build_phase(
     there, which an earlier run staged. A first phase that is also the last then
     leaves its tables in parts, to be assembled into ``tables`` after the pipeline
     has run (``range_outputs.assemble_tables``): the return value says so.
-
-    ``chunks`` and ``sink_name`` make the pipeline one of several that run a first
-    phase staged by range side by side (``pipeline/phase_tasks.py``): its ranges come
-    from ``chunks`` (``ReadWarc``'s), and what Beam's sinks write beside the ranges'
-    files is named ``<sink_name>-*``, so that the pipelines' files do not collide.
     """
     here = phase_dir(staging, phase)
-    funnel = Funnel(pipeline, config, phase, here, done_ranges, chunks, sink_name)
+    funnel = Funnel(pipeline, config, phase, here, done_ranges)
     if phase.index == 0:
         funnel.read(inputs, reader)
         funnel.extract()
@@ -179,12 +172,12 @@ class Funnel:
     the read stage set aside and the images table's rows. Each stage's outputs pass
     through ``progress.count`` (the live progress line of local runs)."""
 
-    def __init__(self, pipeline: beam.Pipeline, config: Config, phase: Phase, here: str, done_ranges=None,
-                 chunks: Optional[beam.PTransform] = None, sink_name: str = "part"):
+    def __init__(self, pipeline: beam.Pipeline, config: Config, phase: Phase, here: str, done_ranges=None):
         self.pipeline, self.config, self.phase, self.here = pipeline, config, phase, here
         self.done_ranges = done_ranges
-        self.chunks, self.sink_name = chunks, sink_name
         self.ranged = False  # whether phase 0 stages its outputs per input range
+        self.range_staging: Optional[RangeStaging] = None
+        self.ranges: Optional[beam.PCollection] = None  # the staged reader's range edges
         self.docs: Optional[beam.PCollection] = None
         self.decisions: list[beam.PCollection] = []
         self.captured: Optional[beam.PCollection] = None
@@ -198,9 +191,7 @@ class Funnel:
         # as read too. Another reader (ReadWarcIndex) reads only the records it emits.
         gap = progress.SKIPPED_GAP if reader is None else 0
         self.ranged = self.stages_ranges(reader)
-        if self.chunks is not None and not self.ranged:
-            raise ValueError("build_phase: chunks= is for a first phase staged by range (stages_by_range)")
-        staging = self._range_staging() if self.ranged else None
+        staging = self.range_staging = self._range_staging() if self.ranged else None
         if reader is None:
             readers = {}
             if staging is not None:
@@ -208,11 +199,12 @@ class Funnel:
                     "chunk_reader": ReadStagedRangeFn(self.config.read, staging),
                     "in_order_reader": ReadStagedFilesInOrderFn(self.config.read, staging),
                 }
-            reader = ReadWarc(list(inputs), self.config.read, chunks=self.chunks, **readers)
+            reader = ReadWarc(list(inputs), self.config.read, **readers)
         elif staging is not None:
             reader = copy.copy(reader)  # a ReadWarcIndex: its batches of pointers are the ranges
             reader.batch_reader = ReadStagedBatchFn(self.config.read, staging)
         read = self.pipeline | "Read" >> reader
+        self.ranges = read.ranges
         self.docs = progress.count(read.pages, "CountReadKept", "read", read_gap=gap)
         self._decided(read.rejected, read.errors, read_gap=gap)
         self.captured = progress.count(read.images, "CountReadImages", read_gap=gap)
@@ -298,7 +290,8 @@ class Funnel:
         images) to staging, for the next phase."""
         if self.ranged:
             captured = self.captured if self._needs_captured() else None
-            range_outputs.stage_ranges(self.here, self.docs, self.decisions, captured, self._recycled(), self.sink_name)
+            range_outputs.stage_ranges(self.range_staging, self.ranges, self.docs, self.decisions, captured,
+                                       self._recycled(), self._chain())
             return
         _ = self.docs | "StageDocuments" >> WriteStaged(beam_files.join(self.here, STAGED_DOCS), key=record_key)
         _ = self._all_decisions() | "StageDecisions" >> WriteStaged(beam_files.join(self.here, STAGED_DECISIONS), key=_decision_key)
@@ -353,7 +346,7 @@ class Funnel:
         """The last phase when it is the first and stages per range: the tables' rows in
         parts, assembled after the run (``range_outputs``)."""
         docs = progress.count(self.docs, "CountKept", "write")
-        range_outputs.write_ranges(self.here, docs, self.decisions, self.config.write, self.sink_name)
+        range_outputs.write_ranges(self.range_staging, self.ranges, docs, self.decisions, self.config.write, self._chain())
 
     def write(self, tables: str) -> None:
         docs = progress.count(self.docs, "CountKept", "write")
@@ -361,6 +354,10 @@ class Funnel:
         _ = outputs | "Write" >> WriteCorpus(tables, self.config.write)
 
     # -- the bookkeeping every stage shares --------------------------------------------
+
+    def _chain(self) -> tuple[str, ...]:
+        """The stages of the first phase in funnel order (a range marker's page funnel)."""
+        return ("read", "extract", *self.phase.stages)
 
     def _runs(self, stage: str) -> bool:
         return stage in self.phase.stages

@@ -11,10 +11,9 @@ import argparse
 import contextlib
 import logging
 import sys
-from typing import Callable, Sequence
+from typing import Sequence
 
 from mmcurate import __version__
-from mmcurate.pipeline import start_up_gc
 from mmcurate.pipeline.config import (
     IMPLEMENTED_FILTER_STAGES,
     OPT_IN_STAGES,
@@ -119,13 +118,6 @@ def _run_parser() -> argparse.ArgumentParser:
         "interrupted run of the same config on the same inputs finished (default); --no-resume starts over",
     )
     parser.add_argument(
-        "--one-process",
-        action="store_true",
-        help="on DirectRunner in one process (the direct preset), run the first phase in this process too, "
-        "e.g. to stop in it with a debugger (default: in a child process of its own, so that its language "
-        "identifier's ~830 MB are not held under the later phases)",
-    )
-    parser.add_argument(
         "--quiet", "-q", action="store_true", help="print only the funnel table (no live progress on stderr)"
     )
     parser.add_argument("--verbose", "-v", action="store_true", help="show Beam's own INFO logging")
@@ -133,12 +125,6 @@ def _run_parser() -> argparse.ArgumentParser:
 
 
 def cmd_run(argv: Sequence[str]) -> int:
-    # The collector is off while Beam and the stages import (pipeline/start_up_gc.py).
-    with start_up_gc.paused() as settle:
-        return _run_command(argv, settle)
-
-
-def _run_command(argv: Sequence[str], settle: Callable[[], None]) -> int:
     parser = _run_parser()
     started = start_command(argv, parser)
     if started is None:
@@ -176,7 +162,6 @@ def _run_command(argv: Sequence[str], settle: Callable[[], None]) -> int:
     quiet = QuietWorkerStartup() if uses_worker_processes(beam_args) and not args.verbose else contextlib.nullcontext()
     try:
         with quiet:
-            settle()
             manifest = run_curation(
                 args.inputs,
                 args.output,
@@ -186,7 +171,6 @@ def _run_command(argv: Sequence[str], settle: Callable[[], None]) -> int:
                 index=args.index,
                 warc_prefix=args.warc_prefix,
                 resume=args.resume,
-                one_process=args.one_process,
             )
     except InputError as exc:
         print(f"mmcurate: {exc}", file=sys.stderr)

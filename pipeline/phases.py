@@ -1,28 +1,17 @@
 """A run's phases, one Beam pipeline each, and what a rerun resumes from.
 
-Each finished phase is recorded in staging (``_COMPLETE.json``, with its counters),
-so a rerun of the same config on the same input files skips it. Inside the first
-phase, each input range that was read whole is recorded too (its marker, with its
+Each phase is an ordinary Beam pipeline that the run's runner runs as it is. A
+finished phase is recorded in staging (``_COMPLETE.json``, with its counters) by
+this process once its pipeline has finished, so a rerun of the same config on the
+same input files skips it. Inside the first phase, each input range that was staged
+whole is recorded too, by the step that wrote its files (its marker, with its
 counters: ``stages/range_staging.py``), so a rerun reads only the other ranges and
-adds the finished ones' counters to its own: the manifest's funnel is the same as
-an uninterrupted run's. When the first phase is also the last, its ranges' parts
-of the output tables are assembled once its pipeline has run, before the phase is
-recorded as finished: by this process when staging is on a local disk
-(``range_outputs.assemble_tables``), by a Beam pipeline of the run's runner, one
-task per output file, when it is on a remote filesystem (``stages/assemble.py``).
-
-On a runner that executes pipelines in this process (the DirectRunner, not in
-``multi_processing`` mode), a first phase followed by others runs in a child process
-of its own (``phase_process``): what it loads, heliport's model above all, is gone
-when the later phases run here. A run of one phase runs here, with no child to start,
-and so does every phase with ``mmcurate run --one-process`` (a debugger's breakpoint
-in the first phase). On DirectRunner's ``multi_processing`` mode (the ``local`` preset),
-a small later phase runs here instead of on worker processes started for it alone
-(``phase_placement``), and the first phase runs as tasks, processes that take
-the input's ranges from this one as they are free (``phase_tasks``). The manifest's
-phases record the process id each ran in (``pid``) and the worker processes
-DirectRunner started for it (``workers``); a first phase run as tasks records their
-process ids (``tasks``), their count as its ``workers``, and no ``pid``.
+adds the finished ones' counters to its own. When the first phase is also the last,
+its ranges' parts of the output tables are assembled once its pipeline has run,
+before the phase is recorded as finished: by this process when staging is on a
+local disk (``range_outputs.assemble_tables``), by a Beam pipeline of the run's
+runner, one task per output file, when it is on a remote filesystem
+(``stages/assemble.py``).
 """
 
 from __future__ import annotations
@@ -30,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import time
 from typing import Any, Optional, Sequence
 
@@ -39,7 +27,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.runner import PipelineState
 
-from mmcurate.pipeline import beam_files, interrupts, phase_placement, phase_process, phase_tasks
+from mmcurate.pipeline import beam_files
 from mmcurate.pipeline.build import (
     STAGED_CAPTURED,
     STAGED_DECISIONS,
@@ -53,7 +41,7 @@ from mmcurate.pipeline.range_outputs import LOOSE_DIR, PART_TABLES, assemble_tab
 from mmcurate.pipeline.config import Config
 from mmcurate.pipeline.progress import ProgressMonitor, counts_from_counters
 from mmcurate.pipeline.run_results import RunError, query_counters
-from mmcurate.runners import direct, dofn_signatures, options_views
+from mmcurate.runners import direct
 from mmcurate.stages import read
 from mmcurate.stages.assemble import AssembleFiles
 from mmcurate.stages.engines import staging_files
@@ -134,18 +122,14 @@ def run_phases(
     config: Config,
     reader: Optional[beam.PTransform],
     progress: Optional[ProgressMonitor] = None,
-    first_phase_apart: bool = True,
 ) -> tuple[Optional[dict[tuple[str, str], int]], list[dict[str, Any]]]:
     """Runs every phase not finished yet (one Beam pipeline each); returns the
     counters of all phases (None if a runner reported none) and what each phase did.
-    ``progress`` (a local run's live line) is told what is taken from staging. With
-    ``first_phase_apart``, a first phase that more follow runs in a child process
-    when the runner would run it in this one (see the module docstring)."""
+    ``progress`` (a local run's live line) is told what is taken from staging."""
     totals: dict[tuple[str, str], int] = {}
     metrics = True
     report = []
     for phase in phases:
-        interrupts.check()
         here = phase_dir(root, phase)
         done = beam_files.read_json(beam_files.join(here, COMPLETE))
         resumed = done is not None
@@ -161,37 +145,7 @@ def run_phases(
                 progress.resumed(counts, _range_bytes(finished.values(), patterns))
             clock = time.perf_counter()
             done_ranges = {rid: int(marker.get("pages", 0)) for rid, marker in finished.items()}
-            docs = _documents_in(phases, phase, totals if metrics else None)
-            run_with = phase_placement.phase_options(options, phase.index, phase.stages, docs)
-            job = (phases, phase, root, run_with, patterns, config, reader, done_ranges)
-            apart = first_phase_apart and phase.index == 0 and not phase.final
-            pickled = _pickled_apart(job) if apart and phase_process.runs_in_this_process(options) else None
-            tasks = phase_tasks.task_count(run_with, phase, config, reader) if phase.index == 0 else 0
-            in_tasks = None
-            if tasks:
-                paths = [path for path, _, _ in input_files(patterns)]
-                try:
-                    in_tasks = phase_tasks.run_in_tasks(job, paths, tasks)
-                except phase_process.ChildDied as exc:
-                    raise RunError(
-                        f"phase {phase.dirname}: task {exc.child + 1} of {tasks} {exc.how} before it finished; nothing "
-                        f"was published (staging kept at {root}: the same command resumes from its finished input ranges)"
-                    ) from None
-            task_pids = None
-            if in_tasks is not None:
-                counters, task_pids, in_parts = in_tasks
-                pid = None  # the phase ran in its tasks' processes, not in one
-                interrupts.check()
-                if in_parts:
-                    _assemble(here, run_with, config)
-            elif pickled is not None:
-                # What the first phase loads (heliport's 830 MB) would stay under the later phases.
-                try:
-                    counters, pid = phase_process.call_pickled(pickled)
-                except phase_process.ChildDied as exc:
-                    raise RunError(f"phase {phase.dirname}: {exc}; nothing was published (staging kept at {root})") from None
-            else:
-                counters, pid = _run_phase(*job)
+            counters = _run_phase(phases, phase, root, options, patterns, config, reader, done_ranges)
             if counters is None and phase.index > 0 and metrics:
                 counters = {}  # the runner reports metrics: this phase saw nothing to count
             ranges_read = None if counters is None else counters.pop((RANGES_NAMESPACE, RANGES_READ), 0)
@@ -201,11 +155,7 @@ def run_phases(
             done = {
                 "counters": None if counters is None else [[ns, name, value] for (ns, name), value in sorted(counters.items())],
                 "seconds": round(time.perf_counter() - clock, 3),
-                "pid": pid,
-                "workers": phase_placement.worker_processes(run_with),
             }
-            if task_pids is not None:
-                done["tasks"] = task_pids
             if phase.index == 0:
                 done["ranges"] = {"read": ranges_read, "resumed": len(finished)}
             beam_files.write_json(beam_files.join(here, COMPLETE), done)
@@ -213,56 +163,24 @@ def run_phases(
             metrics = False
         else:
             _merge(totals, {(ns, name): value for ns, name, value in done["counters"]})
-        entry = {"phase": phase.dirname, "stages": list(phase.stages), "seconds": done["seconds"], "resumed": resumed,
-                 "pid": done.get("pid"), "workers": done.get("workers")}
-        for key in ("tasks", "ranges"):
-            if key in done:
-                entry[key] = done[key]
+        entry = {"phase": phase.dirname, "stages": list(phase.stages), "seconds": done["seconds"], "resumed": resumed}
+        if "ranges" in done:
+            entry["ranges"] = done["ranges"]
         report.append(entry)
-    interrupts.check()
     return (totals if metrics else None), report
 
 
-def _documents_in(phases: Sequence[Phase], phase: Phase, totals: Optional[dict[tuple[str, str], int]]) -> Optional[int]:
-    """The documents a phase after the first reads: those the last stage of the phase
-    before kept (its counters; None when the runner reports none, or for the first)."""
-    if phase.index == 0 or totals is None:
-        return None
-    before = phases[phase.index - 1]
-    last = ("read", "extract", *before.stages)[-1] if before.index == 0 else before.stages[-1]
-    return totals.get((last, "kept"))
-
-
-def _run_phase(phases, phase, root, options, patterns, config, reader, done_ranges) -> tuple[Optional[dict], int]:
+def _run_phase(phases, phase, root, options, patterns, config, reader, done_ranges) -> Optional[dict]:
     """Builds and runs one phase's pipeline (and assembles a run's only phase's
-    tables): its counters (``query_counters``) and the id of the process it ran in."""
+    tables): its counters (``query_counters``)."""
     pipeline = beam.Pipeline(runner=direct.runner_for(options), options=options)
     in_parts = build_phase(pipeline, phases, phase, root, patterns, config, reader=reader, done_ranges=done_ranges)
     result, state = _run(pipeline)
     if state not in (PipelineState.DONE, None):
         raise RunError(f"phase {phase.dirname} ended in state {state}; nothing was published (staging kept at {root})")
-    interrupts.check()
     if in_parts:
         _assemble(phase_dir(root, phase), options, config)
-    return query_counters(result), os.getpid()
-
-
-def _pickled_apart(job: tuple) -> Optional[bytes]:
-    """The first phase's call pickled for a child process (``phase_process``), or None
-    where it runs in this process: off POSIX, or when something it is given does not
-    pickle or is defined in the launching script (``__main__``: a reader of your own,
-    say), which the child does not run."""
-    if not phase_process.SUPPORTED:
-        return None
-    return phase_process.portable_payload("the first phase runs in this process", _run_phase_in_child, *job)
-
-
-def _run_phase_in_child(*job) -> tuple[Optional[dict], int]:
-    """``_run_phase`` in a process of its own (``phase_process``), with the start-up
-    memos ``run_curation`` installs in the launching process."""
-    dofn_signatures.install()
-    options_views.install()
-    return _run_phase(*job)
+    return query_counters(result)
 
 
 def _progress_counts(phase: Phase, counters: dict[tuple[str, str], int]) -> dict[str, int]:

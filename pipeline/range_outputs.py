@@ -32,7 +32,7 @@ from mmcurate.schemas.tables import DECISIONS, DOCUMENTS, SCHEMAS, TABLES
 from mmcurate.stages.config import WriteConfig
 from mmcurate.stages.engines import staging_files, table_assembly
 from mmcurate.stages.engines.staging_files import TableFormat, record_key
-from mmcurate.stages.range_staging import StageRecordsFn, staged_row, without_document
+from mmcurate.stages.range_staging import RangeStaging, StageRangesFn, without_document
 from mmcurate.stages.staging import WriteStaged
 from mmcurate.stages.write import WriteCorpus
 
@@ -45,6 +45,11 @@ STAGED_CAPTURED = "captured"
 PARTS_DIR = "parts"
 LOOSE_DIR = "loose"
 PART_TABLES = tuple(f"{PARTS_DIR}/{table}" for table in (DOCUMENTS, DECISIONS))
+
+
+def staged_row(key):
+    """A staging table's row of a record: its key and the pickled record."""
+    return functools.partial(staging_files.to_row, key=key)
 
 
 def decision_key(decision: Decision) -> str:
@@ -72,48 +77,58 @@ def range_formats(write: WriteConfig, final: bool) -> dict[str, TableFormat]:
 
 
 def stage_ranges(
-    here: str,
+    staging: RangeStaging,
+    ranges: beam.PCollection,
     docs: beam.PCollection,
     decisions: Sequence[beam.PCollection],
     captured: Optional[beam.PCollection],
     recycled: bool,
-    sink_name: str = "part",
+    chain: Sequence[str],
 ) -> None:
-    """Phase 0's outputs into the files of the range each came from, as it is read;
-    what cannot go there (``StageRecordsFn``) to Beam's sink, beside them (its files
-    named ``<sink_name>-*``)."""
+    """Phase 0's outputs into the files of the range each came from, as it is read
+    (``StageRangesFn``, with the range ``ranges`` edges); what cannot go there to
+    Beam's sink, beside them."""
     prepare = None if recycled else without_document
-    outputs = [("Documents", STAGED_DOCS, docs, record_key, None)]
-    outputs += [(f"Decisions{i}", STAGED_DECISIONS, d, decision_key, prepare) for i, d in enumerate(decisions)]
-    if captured is not None:
-        outputs.append(("Captured", STAGED_CAPTURED, captured, captured_key, None))
-    loose: dict[str, list] = {}
-    for label, table, pcoll, key, how in outputs:
-        staged = pcoll | f"Stage{label}" >> beam.ParDo(StageRecordsFn(here, table, staged_row(key), how))
-        loose.setdefault(table, []).append(staged)
+    rows = {STAGED_DOCS: staged_row(record_key), STAGED_DECISIONS: staged_row(decision_key),
+            STAGED_CAPTURED: staged_row(captured_key)}
+    inputs = [ranges, docs, *decisions] + ([captured] if captured is not None else [])
+    loose = (
+        inputs
+        | "ToStage" >> beam.Flatten()
+        | "StageRanges" >> beam.ParDo(StageRangesFn(staging, STAGED_DOCS, rows, chain, prepare)).with_outputs(
+            STAGED_DECISIONS, STAGED_CAPTURED, main=STAGED_DOCS
+        )
+    )
     keys = {STAGED_DOCS: record_key, STAGED_DECISIONS: decision_key, STAGED_CAPTURED: captured_key}
-    for table, pcolls in loose.items():
-        gathered = pcolls | f"Loose{table.capitalize()}" >> beam.Flatten()
-        _ = gathered | f"StageLoose{table.capitalize()}" >> WriteStaged(beam_files.join(here, table), key=keys[table], name=sink_name)
+    tables = (STAGED_DOCS, STAGED_DECISIONS) + ((STAGED_CAPTURED,) if captured is not None else ())
+    for table in tables:
+        _ = loose[table] | f"StageLoose{table.capitalize()}" >> WriteStaged(beam_files.join(staging.phase_dir, table), key=keys[table])
 
 
-def write_ranges(here: str, docs: beam.PCollection, decisions: Sequence[beam.PCollection], write: WriteConfig,
-                 sink_name: str = "part") -> None:
+def write_ranges(
+    staging: RangeStaging,
+    ranges: beam.PCollection,
+    docs: beam.PCollection,
+    decisions: Sequence[beam.PCollection],
+    write: WriteConfig,
+    chain: Sequence[str],
+) -> None:
     """A run's only phase: the rows of its kept documents and decision rows (without
     the rejected documents they carry) into the files of the range each came from;
-    the rest to ``loose/`` through the write stage's sinks, files named
-    ``<sink_name>-*`` (``assemble_tables`` joins both after the run)."""
-    documents = functools.partial(table_row, table=DOCUMENTS)
-    rows = functools.partial(table_row, table=DECISIONS)
-    loose_docs = docs | "StageDocuments" >> beam.ParDo(StageRecordsFn(here, DOCUMENTS, documents))
-    loose = [
-        d | f"StageDecisions{i}" >> beam.ParDo(StageRecordsFn(here, DECISIONS, rows, without_document))
-        for i, d in enumerate(decisions)
-    ]
-    loose_decisions = loose | "LooseDecisions" >> beam.Flatten()
+    the rest to ``loose/`` through the write stage's sinks (``assemble_tables`` joins
+    both after the run)."""
+    rows = {DOCUMENTS: functools.partial(table_row, table=DOCUMENTS), DECISIONS: functools.partial(table_row, table=DECISIONS)}
+    loose = (
+        [ranges, docs, *decisions]
+        | "ToStage" >> beam.Flatten()
+        | "StageRanges" >> beam.ParDo(StageRangesFn(staging, DOCUMENTS, rows, chain, without_document)).with_outputs(
+            DECISIONS, main=DOCUMENTS
+        )
+    )
     # No images or pairs rows reach this phase: their tables are assembled from no
     # parts, as files with the schema and no rows, the same as from an empty sink's.
-    _ = (loose_docs, loose_decisions) | "Write" >> WriteCorpus(beam_files.join(here, LOOSE_DIR), write, given_only=True, name=sink_name)
+    here = staging.phase_dir
+    _ = (loose[DOCUMENTS], loose[DECISIONS]) | "Write" >> WriteCorpus(beam_files.join(here, LOOSE_DIR), write, given_only=True)
 
 
 def _parts(here: str, table: str, markers: dict[str, dict]) -> list[str]:

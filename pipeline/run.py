@@ -15,14 +15,13 @@ import pyarrow.compute as pc
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
-from mmcurate.pipeline import beam_files, interrupts, run_output
+from mmcurate.pipeline import beam_files, run_output
 from mmcurate.pipeline import publication as out
 from mmcurate.pipeline.build import TABLES_DIR, phase_dir, plan_phases
 from mmcurate.pipeline.config import Config
 from mmcurate.pipeline.manifest import build_manifest
 from mmcurate.pipeline.phases import COMPLETE, STATE, RunError, input_files, kept_ranges, run_key, run_phases
 from mmcurate.pipeline.progress import ProgressMonitor
-from mmcurate.runners import dofn_signatures, options_views
 from mmcurate.schemas import KIND_REJECTED, SUBJECT_PAGE
 from mmcurate.stages.results import COUNTER_KEPT
 from mmcurate.stages.read_index import ReadWarcIndex, check_index, index_batches
@@ -124,7 +123,6 @@ def run_curation(
     index: Optional[str] = None,
     warc_prefix: str = "",
     resume: bool = True,
-    one_process: bool = False,
 ) -> dict[str, Any]:
     """Curates ``inputs`` into ``output``; returns the manifest it wrote.
 
@@ -135,18 +133,14 @@ def run_curation(
 
     The run goes in phases (``pipeline.build``), each finished phase recorded in
     staging; with ``resume`` (the default) a rerun of the same config on the same
-    input files skips the phases an earlier, killed or interrupted run finished.
-    On a runner that runs pipelines in this process, the first of several phases
-    runs in a child process of its own (``pipeline.phase_process``) unless
-    ``one_process``.
+    input files skips the phases (and the first phase's input ranges) an earlier,
+    killed or interrupted run finished.
 
     Raises InputError before anything runs if an input is missing, OutputBusy if
     another run holds the output directory, Interrupted on Ctrl-C, and RunError if
     the pipeline fails or pages are not conserved (the manifest is written first,
     so the numbers are there to read).
     """
-    dofn_signatures.install()  # Beam's DoFn introspection once per function (its start-up)
-    options_views.install()  # and each options view made once
     reader = None
     if index:
         if inputs:
@@ -187,9 +181,8 @@ def run_curation(
         beam_log.addFilter(_drop_interrupt_records)
         try:
             # The monitor must be listening before the workers start: DirectRunner's run() blocks.
-            with interrupts.noted(), ProgressMonitor(n_bytes, run_id) if progress else contextlib.nullcontext() as monitor:
-                counters, report = run_phases(phases, root, options, patterns, config, reader, monitor,
-                                              first_phase_apart=not one_process)
+            with ProgressMonitor(n_bytes, run_id) if progress else contextlib.nullcontext() as monitor:
+                counters, report = run_phases(phases, root, options, patterns, config, reader, monitor)
         except (KeyboardInterrupt, Exception) as exc:
             # Beam re-raises a KeyboardInterrupt that reaches a DoFn as RuntimeError("KeyboardInterrupt
             # [while running ...]"): that is Ctrl-C too. Any other failure goes on up.

@@ -1,58 +1,54 @@
 """The first phase's staging, written per input range, so a killed run resumes from
 the ranges it finished (``pipeline/phases.py``).
 
-``ReadWarc`` cuts each WARC into ranges of whole records (``stages/read.py``) and
-reads each with ``ReadChunkFn``. In the first phase of ``mmcurate run``,
-``ReadStagedRangeFn`` reads them instead: it skips the ranges an earlier run
-finished (their markers, listed when the pipeline is built), and around each range
-it reads opens a ``RangeFiles`` (``engines/staging_files.py``) that the stagers
-downstream (``StageRecordsFn``, one on each output the phase stages) write into.
-A file read whole (``read.reshuffle: false``, or ``ReadStagedFilesInOrderFn`` under
-``read.limit``) is the range ``(path, 0, -1)``; a batch of CC-index pointers
-(``ReadStagedBatchFn``) is the range of bytes they span. What is staged is the next
-phase's staging tables, or, when the first phase is the run's last, the rows of the
-output tables (``pipeline/range_outputs.py`` wires both).
-Steps between a ParDo and the next one without a shuffle between them are fused
-by every Beam runner that runs Python in its SDK harness (Direct, Portable, Flink,
-Dataflow): the records a range's pages become are staged by the same thread,
-while the range is being read. When reading ends, the range's files are renamed
-into place and its marker is written, with the range's counters (every
-``StageCounters`` increment made while it was read: ``results.tallied``).
+``ReadWarc`` cuts each WARC into ranges of whole records (``stages/read.py``). In the
+first phase of ``mmcurate run`` the ranges are read by a staged reader
+(``ReadStagedRangeFn``, ``ReadStagedFilesInOrderFn`` under ``read.limit``,
+``ReadStagedBatchFn`` for CC-index pointers), which skips the ranges an earlier run
+finished (their markers, listed when the pipeline is built) and, on a tagged output
+``ranges``, brackets each range it reads with two ``RangeEdge`` records: one before
+its first record, and one after its last that says how many pages and captured images
+it read, with the reader's own counters for the range.
 
-The marker is written only when the range is provably whole: every page the range
-read ended as a staged document or page decision row *of that range* (by
-provenance), every captured image it read was staged, and nothing of another range
-was staged meanwhile. A record that reaches a stager outside its range's reading
-(a runner that does not fuse these steps, such as the Dask runner, or a stage that
-holds records back) is staged by Beam's Parquet sink instead (``loose``), and its
-range is made not resumable before the record goes on (``_Ledger.spill``): a range
-still being read gets no marker, and the marker of a range this process already
-finished is removed. A rerun reads such a range again (and removes what the killed
-run left of it), so nothing is lost or counted twice. What this cannot see is a
-record produced after its range's marker by a run killed before the record reached
-a stager. No step of the first phase produces one: a step emits an image's decision
-row in the same call as the document it took the image from, so the row is on its
-way before that page's document (which the marker waits for) can be staged.
+Every record the phase keeps or decides (documents, decision rows, captured images)
+and the edges meet in one step, ``StageRangesFn``, which writes each record into the
+files of the range it came from (``engines/staging_files.RangeFiles``: temporary
+names, renamed when done) while that range is open in its bundle. As soon as a closed
+range has staged every page it read (each page ends as exactly one document or page
+decision row) and every captured image, its files are renamed into place and its
+marker is written, by this same step. Whatever is not in an open range (a runner that
+splits the steps into other bundles, a stage that holds records back past its range's
+bundle) goes on as it is, to Beam's sinks (the ``loose`` outputs); a range still open
+when its bundle ends keeps its files, in place but without a marker, so a rerun reads
+it again. Correctness needs no fusion of steps: fused, each range is staged whole and
+marked as it ends; not fused, the records take Beam's sinks and nothing is marked.
+A record that reaches this step after its range was marked (it cannot, when pages are
+conserved) removes the marker before it goes on, so a marker never names a range
+whose records are elsewhere.
+
+A marker holds the range's counters: the reader's own (namespace ``read``) and the
+page funnel of the stages after it, rebuilt from the rows staged (each stage's
+rejections and errors by reason, and what each kept), so that a resumed run's
+manifest counts the finished ranges as an uninterrupted run would.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
-import threading
-from typing import Any, Callable, Iterator, Mapping, Optional
+from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
+from apache_beam.pvalue import TaggedOutput
 
-from mmcurate.schemas import SUBJECT_PAGE, Decision
+from mmcurate.schemas import KIND_REJECTED, SUBJECT_PAGE, CapturedImage, Decision, Document
 from mmcurate.stages.config import ReadConfig
-from mmcurate.stages.engines.staging_files import RangeFiles, TableFormat, in_range, range_id, remove_marker, to_row
+from mmcurate.stages.engines.staging_files import RangeFiles, TableFormat, in_range, range_id, remove_marker
 from mmcurate.stages.engines.warc.index_pointers import PointerBatch
-from mmcurate.stages.read import IMAGES, ReadChunkFn, ReadFilesInOrderFn
+from mmcurate.stages.read import IMAGES, RANGES, ReadChunkFn, ReadFilesInOrderFn
 from mmcurate.stages.read_index import ReadBatchFn
-from mmcurate.stages.results import ERRORS, REJECTED, tallied
+from mmcurate.stages.results import COUNTER_KEPT, ERRORS, REJECTED, error_counter, rejected_counter
 
 # Tables and what a page ends as in them: a staged document (``docs``, or the output
 # table ``documents`` when the phase is the run's last) or a decision row.
@@ -66,108 +62,19 @@ CAPTURED = "captured"
 NAMESPACE = "staging"
 RANGES_READ = "ranges_read"
 
-_CURRENT = threading.local()
 
+@dataclasses.dataclass(frozen=True)
+class RangeEdge:
+    """The start (``closed`` False) or the end of one range's reading; the end says
+    what the range read (``pages``, ``captured``), the reader's counters for it and
+    other facts for its marker (``bytes`` of an index batch)."""
 
-class _Reading:
-    """The range being read on this thread, and what its pages became so far."""
-
-    def __init__(self, files: RangeFiles, needs_captured: bool):
-        self.files = files
-        self.needs_captured = needs_captured
-        self.pages_read = 0
-        self.captured_read = 0
-        self.pages_staged = 0
-        self.foreign = False  # a record of another range reached a stager during it
-        self.spilled = False  # a record of it went past its files (``_Ledger.spill``)
-
-    def complete(self) -> bool:
-        captured = self.captured_read if self.needs_captured else 0
-        return (
-            not self.foreign
-            and not self.spilled
-            and self.pages_staged == self.pages_read
-            and self.files.rows(CAPTURED) == captured
-        )
-
-
-class _Mark:
-    """A range this process marked finished; ``written`` is set once ``finish`` is over
-    (its marker written, or not after all)."""
-
-    __slots__ = ("chunk", "written")
-
-    def __init__(self, chunk: tuple[str, int, int]):
-        self.chunk = chunk
-        self.written = threading.Event()
-
-
-class _Ledger:
-    """The ranges this process is reading and those it marked finished, per phase
-    directory, so that a record staged outside its range's files makes that range
-    not resumable (``spill``), whichever thread reads or read it. The lock guards the
-    bookkeeping only: a range's files are finished, and a marker removed, outside it,
-    so one range's (remote) writes never hold up the other threads."""
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._reading: dict[str, list[_Reading]] = {}
-        self._marked: dict[str, dict[str, list[_Mark]]] = {}  # phase dir -> file -> marked ranges
-
-    def begin(self, reading: _Reading) -> None:
-        with self._lock:
-            self._reading.setdefault(reading.files.phase_dir, []).append(reading)
-
-    def drop(self, reading: _Reading) -> None:
-        """``reading`` failed: it is no longer read, and gets no marker."""
-        with self._lock:
-            self._reading[reading.files.phase_dir].remove(reading)
-
-    def end(self, reading: _Reading, finish: Callable[[bool], None]) -> None:
-        """``reading`` is over: ``finish(complete)`` finishes its files (with a marker
-        when complete). A complete range is recorded as marked before its marker is
-        written, so a record spilled meanwhile finds it (``spill`` waits for the
-        marker, then removes it)."""
-        files = reading.files
-        mark = None
-        with self._lock:
-            self._reading[files.phase_dir].remove(reading)
-            complete = reading.complete()
-            if complete:
-                mark = _Mark((files.path, files.start, files.end))
-                self._marked.setdefault(files.phase_dir, {}).setdefault(files.path, []).append(mark)
-        try:
-            finish(complete)
-        except BaseException:
-            if mark is not None:
-                with self._lock:
-                    marks = self._marked[files.phase_dir][files.path]
-                    if mark in marks:
-                        marks.remove(mark)
-            raise
-        finally:
-            if mark is not None:
-                mark.written.set()
-
-    def spill(self, phase_dir: str, warc_file: str, offset: int) -> None:
-        """A record at ``offset`` of ``warc_file`` goes past its range's files: that
-        range, being read, gets no marker; marked, its marker is removed (once written)
-        before this returns, so the record never reaches the loose sink while its
-        range's marker stands."""
-        with self._lock:
-            for reading in self._reading.get(phase_dir, ()):
-                if reading.files.owns(warc_file, offset):
-                    reading.spilled = True
-            marks = self._marked.get(phase_dir, {}).get(warc_file)
-            doomed = [m for m in marks or () if in_range(m.chunk, warc_file, offset)]
-            for mark in doomed:
-                marks.remove(mark)
-        for mark in doomed:
-            mark.written.wait()
-            remove_marker(FileSystems, phase_dir, range_id(*mark.chunk))
-
-
-_LEDGER = _Ledger()
+    chunk: tuple[str, int, int]
+    closed: bool = False
+    pages: int = 0
+    captured: int = 0
+    counters: tuple[tuple[str, str, int], ...] = ()
+    facts: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -183,39 +90,11 @@ class RangeStaging:
     needs_captured: bool
     formats: Mapping[str, TableFormat] = dataclasses.field(default_factory=dict)
 
-    def staged(self, chunk: tuple[str, int, int], outputs: Iterator, ranges_read, facts=None) -> Iterator:
-        """``outputs`` (what reading ``chunk`` yields), passed on while the stagers
-        downstream write into the range's files; then the files are finished, with a
-        marker when the range is whole (holding ``facts`` too)."""
-        files = RangeFiles(FileSystems, self.phase_dir, self.tables, chunk, self.formats)
-        reading = _Reading(files, self.needs_captured)
-        tally: dict[tuple[str, str], int] = {}
-        outer = getattr(_CURRENT, "reading", None)
-        _CURRENT.reading = reading
-        _LEDGER.begin(reading)
-        try:
-            with tallied(tally):
-                for output in outputs:
-                    tag = getattr(output, "tag", None)
-                    if tag == IMAGES:
-                        reading.captured_read += 1
-                    elif tag in (None, REJECTED, ERRORS):
-                        reading.pages_read += 1
-                    yield output
-        except BaseException:
-            _LEDGER.drop(reading)
-            files.abandon()
-            raise
-        finally:
-            _CURRENT.reading = outer
-        facts = {**(facts or {}), "pages": reading.pages_read, "captured": reading.captured_read}
-        _LEDGER.end(reading, lambda complete: files.finish(complete, tally, facts))
-        ranges_read.inc()
-
 
 class _StagedReading:
-    """What the staged readers share: the ``RangeStaging``, the counter of ranges
-    read, and ``_staged``. Goes before the reader it stages in the bases."""
+    """What the staged readers share: the ranges an earlier run finished are skipped,
+    and each range read is bracketed by its ``RangeEdge`` records. Goes before the
+    reader it stages in the bases."""
 
     def __init__(self, config: ReadConfig, staging: RangeStaging):
         super().__init__(config)
@@ -226,18 +105,42 @@ class _StagedReading:
         super().setup()
         self._ranges_read = Metrics.counter(NAMESPACE, RANGES_READ)
 
-    def _staged(self, chunk: tuple[str, int, int], reading: Iterator, facts=None) -> Iterator:
-        """What ``reading`` (of ``chunk``) yields, staged; nothing for a range staged by
-        an earlier run: its marker holds its files and counters."""
+    def _staged(self, chunk: tuple[str, int, int], reading: Iterator, facts: Optional[dict] = None) -> Iterator:
+        """What ``reading`` (of ``chunk``) yields, between the range's edges; nothing
+        for a range an earlier run staged: its marker holds its files and counters."""
         if range_id(*chunk) in self._staging.done:
             return iter(())
-        return self._staging.staged(chunk, reading, self._ranges_read, facts)
+        return self._bracketed(chunk, iter(reading), facts or {})
+
+    def _bracketed(self, chunk: tuple[str, int, int], reading: Iterator, facts: dict) -> Iterator:
+        yield TaggedOutput(RANGES, RangeEdge(chunk))
+        pages = captured = 0
+        counters = self._counters
+        tally: dict[tuple[str, str], int] = {}
+        while True:
+            # The reader's own increments only: what runs downstream of a yield is not counted here.
+            counters.tally = tally
+            try:
+                output = next(reading)
+            except StopIteration:
+                break
+            finally:
+                counters.tally = None
+            tag = getattr(output, "tag", None)
+            if tag == IMAGES:
+                captured += 1
+            elif tag in (None, REJECTED, ERRORS):
+                pages += 1
+            yield output
+        self._ranges_read.inc()
+        read_counters = tuple((ns, name, value) for (ns, name), value in sorted(tally.items()))
+        yield TaggedOutput(RANGES, RangeEdge(chunk, True, pages, captured, read_counters, tuple(sorted(facts.items()))))
 
 
 class ReadStagedRangeFn(_StagedReading, ReadChunkFn):
-    """``ReadChunkFn`` that stages each range it reads (``staging``) and skips the
-    ranges an earlier run finished. A file read whole (``read.reshuffle: false``) is
-    the range ``(path, 0, -1)``."""
+    """``ReadChunkFn`` that brackets each range it reads and skips the ranges an
+    earlier run finished. A file read whole (``read.reshuffle: false``) is the range
+    ``(path, 0, -1)``."""
 
     def process(self, chunk: tuple[str, int, int]) -> Iterator:
         chunk = (chunk[0], int(chunk[1]), int(chunk[2]))
@@ -246,7 +149,7 @@ class ReadStagedRangeFn(_StagedReading, ReadChunkFn):
 
 class ReadStagedFilesInOrderFn(_StagedReading, ReadFilesInOrderFn):
     """``ReadFilesInOrderFn`` (``read.limit``: the first N pages, files in path order)
-    that stages each file it reads as the range ``(path, 0, -1)``. A file an earlier
+    that brackets each file it reads as the range ``(path, 0, -1)``. A file an earlier
     run finished is skipped and its pages (its marker's, up to the limit: the same
     pages, since files are always taken in the same order) count towards the limit,
     so the rerun reads the same first N pages."""
@@ -258,9 +161,9 @@ class ReadStagedFilesInOrderFn(_StagedReading, ReadFilesInOrderFn):
 
 
 class ReadStagedBatchFn(_StagedReading, ReadBatchFn):
-    """``ReadBatchFn`` (``--index``: the pointers into one file, in a batch) that stages
-    each batch it reads as the range of bytes its pointers span, and skips the
-    batches an earlier run finished; the marker also holds the bytes the pointers
+    """``ReadBatchFn`` (``--index``: the pointers into one file, in a batch) that
+    brackets each batch it reads as the range of bytes its pointers span, and skips
+    the batches an earlier run finished; the marker also holds the bytes the pointers
     name (``bytes``: the live progress's measure of an index run)."""
 
     def process(self, batch: PointerBatch) -> Iterator:
@@ -268,46 +171,139 @@ class ReadStagedBatchFn(_StagedReading, ReadBatchFn):
         return self._staged((batch.path, batch.start, batch.end), super().process(batch), {"bytes": batch.bytes})
 
 
-class StageRecordsFn(beam.DoFn):
-    """Stages each record into the files of the range being read (a phase's, under
-    ``phase_dir``), when it belongs to it; any other record goes on (the ``loose``
-    output, for Beam's sink), its own range made not resumable first (``_Ledger``).
-    ``prepare`` turns a record into what is staged (decision rows drop the rejected
-    document they carry unless recycling needs it); ``row`` makes the file's row of
-    it (``staged_row``: a staging table's row, the record's key and the pickled
-    record; or an output table's row, for the tables of a run's last phase)."""
+class _Open:
+    """A range open in this bundle: its files, its closing edge once seen, and the
+    pages and rows staged into it."""
+
+    __slots__ = ("files", "edge", "pages", "rows")
+
+    def __init__(self, files: RangeFiles):
+        self.files = files
+        self.edge: Optional[RangeEdge] = None
+        self.pages = 0
+        self.rows: list[tuple[str, str, str, str]] = []  # (subject, stage, kind, reason) of each decision row
+
+    def complete(self, needs_captured: bool) -> bool:
+        edge = self.edge
+        return (
+            edge is not None
+            and self.pages == edge.pages
+            and (not needs_captured or self.files.rows(CAPTURED) == edge.captured)
+        )
+
+
+def range_counters(edge: RangeEdge, open_range: _Open, chain: Sequence[str]) -> dict[tuple[str, str], int]:
+    """A finished range's counters: the reader's, then each stage's page rejections
+    and errors and what it kept (``chain``: the stages in funnel order), from the rows
+    staged."""
+    counters = {(ns, name): value for ns, name, value in edge.counters}
+    removed: dict[str, int] = {}
+    for subject, stage, kind, reason in open_range.rows:
+        if subject != SUBJECT_PAGE:
+            continue
+        name = rejected_counter(reason) if kind == KIND_REJECTED else error_counter(reason)
+        counters[(stage, name)] = counters.get((stage, name), 0) + 1
+        removed[stage] = removed.get(stage, 0) + 1
+    kept = edge.pages
+    for stage in chain:
+        kept -= removed.get(stage, 0)
+        counters[(stage, COUNTER_KEPT)] = kept
+    return counters
+
+
+class StageRangesFn(beam.DoFn):
+    """Stages each record into the files of its range, while the range is open in
+    this bundle (see the module docstring); any other record goes on, on the output
+    named after its table, for Beam's sink. ``rows`` gives each table's row of a
+    record (a staging table's key and pickled record, or an output table's row);
+    ``prepare`` turns a decision row into what is staged (without the rejected
+    document it carries, unless recycling needs it); ``chain`` names the stages whose
+    page funnel a marker records."""
 
     def __init__(
         self,
-        phase_dir: str,
-        table: str,
-        row: Callable[[Any], dict],
-        prepare: Optional[Callable[[Any], Any]] = None,
+        staging: RangeStaging,
+        doc_table: str,
+        rows: Mapping[str, Callable[[Any], dict]],
+        chain: Sequence[str],
+        prepare: Optional[Callable[[Decision], Decision]] = None,
     ):
-        self._phase_dir = phase_dir
-        self._table = table
-        self._row = row
+        self._staging = staging
+        self._doc_table = doc_table
+        self._rows = dict(rows)
+        self._chain = tuple(chain)
         self._prepare = prepare
 
-    def process(self, record: Any) -> Iterator:
-        if self._prepare is not None:
-            record = self._prepare(record)
-        reading: Optional[_Reading] = getattr(_CURRENT, "reading", None)
-        prov = record.provenance
-        if reading is not None and reading.files.owns(prov.warc_file, prov.offset):
-            reading.files.add(self._table, self._row(record))
-            if self._table in (DOCS, DOCUMENTS) or (self._table == DECISIONS and record.subject == SUBJECT_PAGE):
-                reading.pages_staged += 1
+    def setup(self) -> None:
+        self._marked: dict[str, tuple[str, int, int]] = {}  # range id -> range, of those this instance marked
+
+    def start_bundle(self) -> None:
+        self._open: dict[str, list[_Open]] = {}
+
+    def process(self, item: Any) -> Iterator:
+        if isinstance(item, RangeEdge):
+            self._edge(item)
             return
-        if reading is not None:
-            reading.foreign = True
-        _LEDGER.spill(self._phase_dir, prov.warc_file, prov.offset)
-        yield record
+        if isinstance(item, Document):
+            table = self._doc_table
+        elif isinstance(item, CapturedImage):
+            table = CAPTURED
+        else:
+            table = DECISIONS
+            if self._prepare is not None:
+                item = self._prepare(item)
+        prov = item.provenance
+        open_range = next((r for r in self._open.get(prov.warc_file, ()) if r.files.owns(prov.warc_file, prov.offset)), None)
+        if open_range is None:
+            self._unmark(prov.warc_file, prov.offset)
+            yield TaggedOutput(table, item)
+            return
+        open_range.files.add(table, self._rows[table](item))
+        if table == DECISIONS:
+            open_range.rows.append((item.subject, item.stage, item.kind, item.reason))
+        if table == self._doc_table or (table == DECISIONS and item.subject == SUBJECT_PAGE):
+            open_range.pages += 1
+        self._finish_if_complete(open_range)
 
+    def _edge(self, edge: RangeEdge) -> None:
+        path = edge.chunk[0]
+        if not edge.closed:
+            staging = self._staging
+            files = RangeFiles(FileSystems, staging.phase_dir, staging.tables, edge.chunk, staging.formats)
+            self._open.setdefault(path, []).append(_Open(files))
+            return
+        open_range = next((r for r in self._open.get(path, ()) if (r.files.start, r.files.end) == edge.chunk[1:]), None)
+        if open_range is not None:  # else its opening edge was in another bundle: its records went on
+            open_range.edge = edge
+            self._finish_if_complete(open_range)
 
-def staged_row(key: Callable[[Any], str]) -> Callable[[Any], dict]:
-    """A staging table's row of a record: ``key(record)`` and the pickled record."""
-    return functools.partial(to_row, key=key)
+    def _finish_if_complete(self, open_range: _Open) -> None:
+        if not open_range.complete(self._staging.needs_captured):
+            return
+        files, edge = open_range.files, open_range.edge
+        self._open[files.path].remove(open_range)
+        facts = {**dict(edge.facts), "pages": edge.pages, "captured": edge.captured}
+        files.finish(True, range_counters(edge, open_range, self._chain), facts)
+        self._marked[files.rid] = (files.path, files.start, files.end)
+
+    def _unmark(self, warc_file: str, offset: int) -> None:
+        """A record outside every open range: a range this instance marked that holds
+        it is no longer whole, so its marker goes (a rerun reads it again)."""
+        for rid in [rid for rid, chunk in self._marked.items() if in_range(chunk, warc_file, offset)]:
+            remove_marker(FileSystems, self._staging.phase_dir, rid)
+            del self._marked[rid]
+
+    def finish_bundle(self) -> None:
+        # Ranges still open: their files go in place without a marker (a rerun reads them again).
+        for ranges in self._open.values():
+            for open_range in ranges:
+                open_range.files.finish(False, {}, {})
+        self._open = {}
+
+    def teardown(self) -> None:
+        for ranges in getattr(self, "_open", {}).values():
+            for open_range in ranges:
+                open_range.files.abandon()
 
 
 def without_document(decision: Decision) -> Decision:

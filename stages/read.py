@@ -64,6 +64,8 @@ STAGE = "read"
 # Output tags of the reading ParDo (rejected and errors come from stages.results).
 PAGES = "pages"
 IMAGES = "images"
+# A staged reader's edges of each range it reads (stages/range_staging.py).
+RANGES = "ranges"
 
 
 class ReadResult(NamedTuple):
@@ -73,6 +75,7 @@ class ReadResult(NamedTuple):
     images: beam.PCollection  # CapturedImage
     rejected: beam.PCollection  # Decision, kind "rejected"
     errors: beam.PCollection  # Decision, kind "error"
+    ranges: Optional[beam.PCollection] = None  # RangeEdge, from a staged reader (stages/range_staging.py)
 
 
 def open_archive(path: str) -> BinaryIO:
@@ -327,12 +330,8 @@ class ReadWarc(beam.PTransform):
     replaces ``ReadChunkFn`` as the reader of each range, and reads each file as the
     one range ``(path, 0, -1)`` without ``read.reshuffle``; ``in_order_reader``
     replaces ``ReadFilesInOrderFn`` under ``read.limit`` (the first phase of
-    ``mmcurate run`` stages each range as it reads it: ``stages/range_staging.py``).
-    ``chunks``, a transform from the pipeline's root to ``(path, start, end)``
-    ranges, replaces matching the patterns and cutting the files (``file_ranges``
-    made elsewhere: the tasks of a local run's first phase, ``pipeline/phase_tasks.py``,
-    read the ranges their launcher hands out); it needs ``read.reshuffle`` and no
-    ``read.limit``.
+    ``mmcurate run`` stages each range as it reads it: ``stages/range_staging.py``;
+    such a reader's range edges are ``ReadResult.ranges``).
     """
 
     def __init__(
@@ -342,12 +341,8 @@ class ReadWarc(beam.PTransform):
         label: Optional[str] = None,
         chunk_reader: Optional[ReadChunkFn] = None,
         in_order_reader: Optional[ReadFilesInOrderFn] = None,
-        chunks: Optional[beam.PTransform] = None,
     ):
         super().__init__(label)
-        if chunks is not None and (config.limit or not config.reshuffle):
-            raise ValueError("ReadWarc: chunks= needs read.reshuffle and no read.limit (files are then read whole, in order)")
-        self._chunks = chunks
         self._chunk_reader = chunk_reader
         self._in_order_reader = in_order_reader
         if isinstance(patterns, str):
@@ -359,11 +354,7 @@ class ReadWarc(beam.PTransform):
 
     def expand(self, pbegin) -> ReadResult:
         config = self._config
-        tags = (IMAGES, REJECTED, ERRORS)
-        if self._chunks is not None:
-            reader = self._chunk_reader or ReadChunkFn(config)
-            outputs = pbegin | "Ranges" >> self._chunks | "ReadChunks" >> beam.ParDo(reader).with_outputs(*tags, main=PAGES)
-            return ReadResult(outputs[PAGES], outputs[IMAGES], outputs[REJECTED], outputs[ERRORS])
+        tags = (IMAGES, REJECTED, ERRORS, RANGES)
         paths = (
             pbegin
             | "Patterns" >> beam.Create(self._patterns)
@@ -376,7 +367,7 @@ class ReadWarc(beam.PTransform):
                 | "AllPaths" >> beam.combiners.ToList()
                 | "ReadInOrder" >> beam.ParDo(self._in_order_reader or ReadFilesInOrderFn(config)).with_outputs(*tags, main=PAGES)
             )
-            return ReadResult(outputs[PAGES], outputs[IMAGES], outputs[REJECTED], outputs[ERRORS])
+            return _result(outputs)
         # Also spreads the files over workers: it is a shuffle.
         files = paths | "DistinctPaths" >> beam.Distinct()
         if config.reshuffle:
@@ -392,4 +383,8 @@ class ReadWarc(beam.PTransform):
             outputs = chunks | "ReadChunks" >> beam.ParDo(self._chunk_reader).with_outputs(*tags, main=PAGES)
         else:
             outputs = files | "ReadRecords" >> beam.ParDo(ReadWarcFileFn(config)).with_outputs(*tags, main=PAGES)
-        return ReadResult(outputs[PAGES], outputs[IMAGES], outputs[REJECTED], outputs[ERRORS])
+        return _result(outputs)
+
+
+def _result(outputs) -> ReadResult:
+    return ReadResult(outputs[PAGES], outputs[IMAGES], outputs[REJECTED], outputs[ERRORS], outputs[RANGES])

@@ -3,12 +3,10 @@ tags, the Beam counters, decision rows, and the DoFn that applies filters in cos
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import threading
 import time
 from collections import defaultdict
-from typing import Callable, Iterable, Mapping, NamedTuple, Sequence
+from typing import Callable, Iterable, Mapping, NamedTuple, Optional, Sequence
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
@@ -109,36 +107,22 @@ def rejection_decision(
     )
 
 
-_TALLY = threading.local()
-
-
-@contextlib.contextmanager
-def tallied(tally: dict[tuple[str, str], int]):
-    """While active, every ``StageCounters`` increment on this thread is also added to
-    ``tally`` ((stage, name) -> value): the counters of the work done inside, as Beam
-    counts them (Beam's own counters are per thread too). The first phase of a run
-    records each input range's counters this way (``stages/range_staging.py``)."""
-    outer = getattr(_TALLY, "current", None)
-    _TALLY.current = tally
-    try:
-        yield tally
-    finally:
-        _TALLY.current = outer
-
-
 class StageCounters:
     """Beam counters of one stage, created lazily per name (cheap after the first)."""
 
     def __init__(self, stage: str):
         self.stage = stage
         self._counters: dict[str, object] = {}
+        # While set, every increment is also added here ((stage, name) -> value): a staged
+        # reader's counters of one input range (stages/range_staging.py).
+        self.tally: Optional[dict[tuple[str, str], int]] = None
 
     def inc(self, name: str, n: int = 1) -> None:
         counter = self._counters.get(name)
         if counter is None:
             counter = self._counters[name] = Metrics.counter(self.stage, name)
         counter.inc(n)
-        tally = getattr(_TALLY, "current", None)
+        tally = self.tally
         if tally is not None:
             key = (self.stage, name)
             tally[key] = tally.get(key, 0) + n

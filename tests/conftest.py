@@ -31,7 +31,6 @@ from typing import Callable
 
 import pytest
 
-from mmcurate.runners import dofn_signatures, options_views
 from shared_runs import DEMO, SMALL_STAGES, FinishedRun, run_direct, snapshot
 from small_corpus import write_small_warc
 
@@ -62,15 +61,6 @@ def _once(directory: Path, make: Callable[[Path], FinishedRun]) -> FinishedRun:
             done.write_text(json.dumps(saved))
         saved = json.loads(done.read_text())
     return FinishedRun(tuple(map(Path, saved["inputs"])), Path(saved["output"]), saved["stdout"], saved["stderr"])
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _beam_memo() -> None:
-    """Beam's DoFn introspection and options views memoized (runners/dofn_signatures.py,
-    runners/options_views.py), in the processes that run tests (not in xdist's
-    controller, which builds no pipeline)."""
-    dofn_signatures.install()
-    options_views.install()
 
 
 @pytest.fixture(scope="session")

@@ -18,7 +18,7 @@ from mmcurate.filters import reasons
 from mmcurate.pipeline.cli import main
 from mmcurate.pipeline.config import load_config
 from mmcurate.pipeline.run import counters_from_rows, run_curation
-from mmcurate.pipeline import phase_placement, progress
+from mmcurate.pipeline import progress
 from shared_runs import SMALL_STAGES, copy_run
 from warcbuild import repeat_pages
 
@@ -61,18 +61,12 @@ LOCAL = ["--runner-preset", "local", "--runner-opt", "workers=2", "--quiet"]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("dedup_phase_on", ["launcher", "workers"])
-def test_multi_process_gives_the_same_ids_rows_and_counts(direct, tmp_path, monkeypatch, dedup_phase_on):
-    """The demo's dedup phase is small: the cost model runs it in the launching
-    process; with starting workers made free it runs on them. Same output either way."""
-    if dedup_phase_on == "workers":
-        monkeypatch.setattr(phase_placement, "START_SECONDS", 0.0)
+def test_multi_process_gives_the_same_ids_rows_and_counts(direct, tmp_path):
     out = tmp_path / "out"
     assert main(["run", str(DEMO), "-o", str(out), *LOCAL]) == 0
     got = outcome(out)
     assert_same_run(got, direct)
-    workers = [(p["phase"], p["workers"]) for p in got[2]["phases"]]
-    assert workers == [("0-read", 2), ("1-dedup", 0 if dedup_phase_on == "launcher" else 2)]
+    assert [p["phase"] for p in got[2]["phases"]] == ["0-read", "1-dedup"]
 
 
 def test_multi_process_on_a_small_warc_gives_the_same_ids_rows_and_counts(small_run, tmp_path):

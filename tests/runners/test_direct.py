@@ -6,7 +6,6 @@ runner hands Beam's FnApiRunner the options Beam's own fallback would, and whole
 from __future__ import annotations
 
 import logging
-import os
 import sys
 import types
 
@@ -20,7 +19,7 @@ from apache_beam.testing.util import assert_that, equal_to
 from apache_beam.transforms import environments
 
 from mmcurate.pipeline.cli import main
-from mmcurate.runners.direct import DirectRunnerWithoutPrism, runner_for
+from mmcurate.runners.direct import FnApiDirectRunner, runner_for
 
 DIRECT_PATHS = (
     "apache_beam.runners.direct.direct_runner.DirectRunner",
@@ -55,13 +54,13 @@ def fn_api_runs(monkeypatch):
 )
 def test_beams_direct_runner_by_any_name_is_replaced(runner):
     options = PipelineOptions([] if runner is None else [f"--runner={runner}"])
-    assert type(runner_for(options)) is DirectRunnerWithoutPrism
+    assert type(runner_for(options)) is FnApiDirectRunner
 
 
 def test_an_instance_of_beams_direct_runner_is_replaced():
     options = PipelineOptions([])
     options.view_as(StandardOptions).runner = SwitchingDirectRunner()
-    assert type(runner_for(options)) is DirectRunnerWithoutPrism
+    assert type(runner_for(options)) is FnApiDirectRunner
 
 
 @pytest.mark.parametrize(
@@ -137,7 +136,7 @@ def _fn_api_set_up(runner, monkeypatch) -> tuple[fn_runner.FnApiRunner, Pipeline
             "--sdk_harness_log_level_overrides={\"apache_beam.io\": \"ERROR\"}",
         ]
     )
-    p = beam.Pipeline(runner=runner, options=options)
+    p = beam.Pipeline(runner=runner(options), options=options)
     _ = p | beam.Create([1, 2]) | beam.Map(lambda x: x + 1)
     with pytest.raises(Caught):
         p.run()
@@ -146,8 +145,8 @@ def _fn_api_set_up(runner, monkeypatch) -> tuple[fn_runner.FnApiRunner, Pipeline
 
 
 def test_the_fn_api_runner_gets_the_options_beams_own_fallback_gives_it(prism_calls, monkeypatch):
-    ours, ours_options = _fn_api_set_up(runner_for(PipelineOptions(["--runner=DirectRunner"])), monkeypatch)
-    beams, beams_options = _fn_api_set_up(SwitchingDirectRunner(), monkeypatch)
+    ours, ours_options = _fn_api_set_up(runner_for, monkeypatch)
+    beams, beams_options = _fn_api_set_up(lambda options: SwitchingDirectRunner(), monkeypatch)
     assert len(prism_calls) == 1  # Beam's own runner only, before it fell back
     # What FnApiRunner.run_pipeline reads its running mode and worker count from.
     direct = ours_options.view_as(DirectOptions)
@@ -181,23 +180,19 @@ DECISIONS = [
 
 
 def test_a_direct_run_never_reaches_prism(small_warc, tmp_path, prism_calls, fn_api_runs, caplog):
-    # The first phase runs in a child process, where prism_calls cannot see: its
-    # Beam log records come back to this process (pipeline/phase_process.py), and
-    # Beam logs each offer to Prism at INFO.
+    # Every phase runs in this process, on Beam's FnApiRunner; Beam logs each offer to Prism at INFO.
     caplog.set_level(logging.INFO, logger="apache_beam.runners")
     out = tmp_path / "out"
     assert main(["run", str(small_warc), "-o", str(out), *STAGES, "--runner-preset", "direct", "--quiet"]) == 0
     assert _outcome(out) == (KEPT, DECISIONS)
     assert prism_calls == []
-    child = [r for r in caplog.records if r.process != os.getpid() and r.name.startswith("apache_beam.runners")]
-    assert child, "no Beam log record came back from the first phase's process"
     assert not [r.getMessage() for r in caplog.records if "prism" in r.getMessage().lower()]
-    # The dedup phase, in this process, in memory on one worker, as the preset says.
-    [(runner, options)] = fn_api_runs
-    assert options.view_as(DirectOptions).direct_running_mode == "in_memory"
-    assert runner._num_workers == 1
-    assert isinstance(runner._default_environment, environments.EmbeddedPythonEnvironment)
-
+    # Both phases in memory on one worker, as the preset says.
+    assert len(fn_api_runs) == 2
+    for runner, options in fn_api_runs:
+        assert options.view_as(DirectOptions).direct_running_mode == "in_memory"
+        assert runner._num_workers == 1
+        assert isinstance(runner._default_environment, environments.EmbeddedPythonEnvironment)
 
 def test_a_local_run_never_reaches_prism(small_warc, tmp_path, prism_calls, fn_api_runs, caplog):
     caplog.set_level(logging.INFO, logger="apache_beam.runners")
@@ -206,12 +201,10 @@ def test_a_local_run_never_reaches_prism(small_warc, tmp_path, prism_calls, fn_a
     assert main(["run", str(small_warc), "-o", str(out), *STAGES, *local]) == 0
     assert _outcome(out) == (KEPT, DECISIONS)
     assert prism_calls == []
-    # The first phase as two tasks, each a process running it in memory
-    # (pipeline/phase_tasks.py): their Beam log records come back here, none of Prism.
-    tasks = {r.process for r in caplog.records if r.process != os.getpid() and r.name.startswith("apache_beam.runners")}
-    assert len(tasks) == 2, tasks
     assert not [r.getMessage() for r in caplog.records if "prism" in r.getMessage().lower()]
-    # The dedup phase of three documents in this process (pipeline/phase_placement.py).
-    [(runner, options)] = fn_api_runs
-    assert options.view_as(DirectOptions).direct_running_mode == "in_memory"
-    assert isinstance(runner._default_environment, environments.EmbeddedPythonEnvironment)
+    # Both phases on Beam's FnApiRunner with two worker processes, as the preset says.
+    assert len(fn_api_runs) == 2
+    for runner, options in fn_api_runs:
+        assert options.view_as(DirectOptions).direct_running_mode == "multi_processing"
+        assert runner._num_workers == 2
+        assert not isinstance(runner._default_environment, environments.EmbeddedPythonEnvironment)
