@@ -91,6 +91,9 @@ IMAGE_TOO_MANY_REDIRECTS = "image.too_many_redirects"
 IMAGE_INVALID_URL = "image.invalid_url"
 # Captured in the input WARCs, but over read.max_image_bytes, so not kept aside.
 IMAGE_CAPTURE_TOO_LARGE = "image.capture_too_large"
+# Its host failed images.host_give_up_after times in a row (refused, timed out, TLS
+# error), so the URL was not tried.
+IMAGE_HOST_GIVEN_UP = "image.host_given_up"
 
 # image: decoding and validation (stage: images, subject image; filters/images.py)
 IMAGE_NOT_AN_IMAGE = "image.not_an_image"
@@ -239,6 +242,7 @@ ALL_REASONS = frozenset(
         IMAGE_TOO_MANY_REDIRECTS,
         IMAGE_INVALID_URL,
         IMAGE_CAPTURE_TOO_LARGE,
+        IMAGE_HOST_GIVEN_UP,
         IMAGE_NOT_AN_IMAGE,
         IMAGE_UNDECODABLE,
         IMAGE_DECOMPRESSION_BOMB,

@@ -15,33 +15,51 @@ bytes when retrieved. Each URL is retrieved once per run:
    Crawl's index and pywb use, ``url_forms.capture_key``: ``%2C`` and ``,``, http and
    https, ``www.`` or not are one key), the capture of its most preferred captured
    candidate wins (an archive that holds only the 1x file still yields the image);
-2. else over HTTP trying the candidates in order (``images.http``,
-   ``engines.image_fetch.ImageFetcher``), else it fails as ``image.not_captured``.
-   When the only captures are over ``read.max_image_bytes`` it is
-   ``image.capture_too_large`` (not fetched again over HTTP).
+2. else over HTTP trying the candidates in order (``images.http``): the URLs are
+   keyed by host and grouped (``GroupByKey``), and ``FetchImagesFn`` fetches each
+   host's URLs on a long-lived event loop (``engines.host_fetch.HostScheduler``,
+   ``engines.image_fetch.ImageFetcher``), emitting each result when it is done;
+   with ``fetched_dir`` the bodies are staged there as they arrive and a rerun
+   does not fetch them again;
+3. else it is rejected as ``image.not_captured`` (images.http is off). When the only
+   captures are over ``read.max_image_bytes`` it is ``image.capture_too_large`` (not
+   fetched again over HTTP).
 
 Payloads are decoded and normalised (``engines.image_decode.normalize_image``); a
 result's ``source_url`` names the candidate that delivered, when another.
 
 Counters (namespace ``images``): ``image.<status>``, ``image.reason.<reason>`` for a
 rule's refusal, ``image.errors.<reason>`` for a failure, ``image.source.<warc|http>``,
-``image.captured_unused``, ``http.requests``.
+``image.captured_unused``, ``http.requests``, ``http.from_staging`` (bodies a rerun
+found staged in ``fetched_dir`` instead of fetching them).
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import hashlib
+import json
+import logging
+import queue
+import re
+import threading
 import time
+import uuid
 from typing import Iterable, Optional
 
 import apache_beam as beam
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.transforms.window import GlobalWindows
+from apache_beam.utils.windowed_value import WindowedValue
 
 from mmcurate.filters import reasons
 from mmcurate.schemas import CapturedImage, Document
 from mmcurate.stages.config import ImagesConfig
 from mmcurate.stages.engines.image_decode import normalize_image
-from mmcurate.stages.engines.image_fetch import Fetched, ImageFetcher
+from mmcurate.stages.engines.host_fetch import HostScheduler
+from mmcurate.stages.engines.image_fetch import Fetched, ImageFetcher, politeness_host
 from mmcurate.schemas.rows import SOURCE_HTTP, SOURCE_WARC, STATUS_FAILED
 from mmcurate.stages.engines.image_result import STAGE, ImageResult, reason_counter
 from mmcurate.stages.read import captured_payload
@@ -50,8 +68,7 @@ from mmcurate.filters.url_forms import capture_key
 
 FETCH = "fetch"
 
-# Refusals that another candidate URL of the same image would meet as well.
-_FINAL_REFUSALS = frozenset({reasons.IMAGE_ROBOTS_DISALLOWED, reasons.IMAGE_OPTED_OUT, reasons.IMAGE_REFUSED_ADDRESS})
+log = logging.getLogger(__name__)
 
 
 def image_wants(doc: Document) -> Iterable[tuple[str, tuple[str, ...]]]:
@@ -176,60 +193,219 @@ class ResolveSourcesFn(beam.DoFn):
         return result if candidate == url else dataclasses.replace(result, source_url=candidate)
 
 
+class FetchedFiles:
+    """Bodies fetched over HTTP, staged as they arrive under ``root`` (a directory on
+    any filesystem Beam knows: local, gs://, s3://), so that a run killed part way
+    resumes without fetching them again.
+
+    A URL's file is ``<root>/<host>/<sha256 of the URL>``: deterministic, so a rerun
+    finds it, and one directory per host, so the stage lists a host's files once
+    for the host's whole group instead of asking for each URL. A file is written
+    under a temporary name and renamed into place, so a file that exists is whole.
+    It holds one JSON line (the URL, the candidate that delivered, its final URL
+    and content type) and then the body."""
+
+    def __init__(self, root: str):
+        self._root = root
+
+    def host_dir(self, host: str) -> str:
+        return FileSystems.join(self._root, _UNSAFE_PATH.sub("_", host) or "_")
+
+    def path(self, host: str, url: str) -> str:
+        digest = hashlib.sha256(url.encode("utf-8", "surrogatepass")).hexdigest()
+        return FileSystems.join(self.host_dir(host), digest)
+
+    def present(self, host: str) -> set[str]:
+        """Paths of the files staged for ``host``'s URLs."""
+        pattern = FileSystems.join(self.host_dir(host), "*")
+        (match,) = FileSystems.match([pattern])
+        return {m.path for m in match.metadata_list if ".tmp-" not in m.path.rsplit("/", 1)[-1]}
+
+    def read(self, path: str, url: str) -> Optional[Fetched]:
+        """The staged fetch of ``url``; None when the file is not one of ours."""
+        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as fh:
+            data = fh.read()
+        header, _, payload = data.partition(b"\n")
+        try:
+            meta = json.loads(header)
+        except ValueError:
+            return None
+        if not isinstance(meta, dict) or meta.get("url") != url:
+            return None
+        return Fetched(
+            url=meta.get("source_url") or url,
+            ok=True,
+            payload=payload,
+            content_type=meta.get("content_type", ""),
+            final_url=meta.get("final_url", ""),
+        )
+
+    def write(self, host: str, url: str, fetched: Fetched) -> None:
+        path = self.path(host, url)
+        meta = {"url": url, "source_url": fetched.url, "final_url": fetched.final_url, "content_type": fetched.content_type}
+        temporary = f"{path}.tmp-{uuid.uuid4().hex}"
+        with FileSystems.create(temporary, compression_type=CompressionTypes.UNCOMPRESSED) as fh:
+            fh.write(json.dumps(meta).encode("utf-8", "surrogatepass") + b"\n")
+            fh.write(fetched.payload)
+        FileSystems.rename([temporary], [path])
+
+
+_UNSAFE_PATH = re.compile(r"[^a-z0-9.-]")
+# Seconds a waiting worker sleeps between looks at its fetch loop.
+_POLL_SECONDS = 1.0
+
+
 class FetchImagesFn(beam.DoFn):
-    """Fetches a batch of URLs concurrently over HTTP, then normalises each payload.
+    """Fetches each host's image URLs over HTTP and normalises each payload, emitting
+    every result as soon as it is done.
 
-    The event loop and the HTTP session (connection pool, DNS cache, robots.txt
-    cache, per-host limits) live as long as the DoFn instance: one per worker thread."""
+    Input: ``(host, wants)``, the stage's URLs grouped by host (``GroupByKey``), so a
+    host's URLs all meet here and the per-host limit and robots.txt hold for the
+    whole run with no coordinator. One event loop per DoFn instance, started in
+    ``setup`` in a thread of its own, runs an ``engines.host_fetch.HostScheduler``
+    for as long as the instance lives (its session, DNS cache, robots.txt cache and
+    host states with it): ``images.concurrency`` URLs in progress, at most
+    ``images.per_host_concurrency`` per host. ``process`` hands a host's URLs to the
+    loop and yields the results finished so far, never waiting for a batch; with
+    ``images.max_pending_urls`` URLs outstanding it waits for results (yielding
+    them) before it takes more. ``finish_bundle`` waits for what is left and emits
+    it. Decoding runs here, in the Beam thread, while the loop goes on fetching.
 
-    def __init__(self, config: ImagesConfig):
+    With ``fetched_dir``, each body fetched is staged there (``FetchedFiles``) before
+    it is decoded, and a URL whose file is already there is not fetched again."""
+
+    def __init__(self, config: ImagesConfig, fetched_dir: Optional[str] = None):
         self._config = config
+        self._fetched_dir = fetched_dir
 
     def setup(self) -> None:
+        config = self._config
         self._counters = StageCounters(STAGE)
+        self._files = FetchedFiles(self._fetched_dir) if self._fetched_dir else None
         self._loop = asyncio.new_event_loop()
-        self._fetcher = ImageFetcher(self._config)
+        self._thread = threading.Thread(target=self._loop.run_forever, name="mmcurate-image-fetch", daemon=True)
+        self._thread.start()
+        self._fetcher = ImageFetcher(config)
+        self._scheduler = HostScheduler(
+            self._fetcher, config.concurrency, config.per_host_concurrency, config.host_give_up_after, _report
+        )
+        self._results: queue.SimpleQueue = queue.SimpleQueue()
+        self._outstanding = 0
+        self._requests = 0
 
     def teardown(self) -> None:
         loop = getattr(self, "_loop", None)
-        if loop is not None and not loop.is_closed():
-            loop.run_until_complete(self._fetcher.close())
+        if loop is None or loop.is_closed():
+            return
+        if self._thread.is_alive():
+            closing = asyncio.run_coroutine_threadsafe(self._close(), loop)
+            try:
+                closing.result(timeout=10)
+            except Exception as exc:  # a teardown must not fail the worker
+                log.warning("closing the image fetch loop: %s: %s", type(exc).__name__, exc)
+            loop.call_soon_threadsafe(loop.stop)
+            self._thread.join(timeout=10)
+        if not self._thread.is_alive():
             loop.close()
 
-    def process(self, wants: list[tuple[str, tuple[str, ...]]]) -> Iterable[ImageResult]:
+    async def _close(self) -> None:
+        await self._scheduler.close()
+        await self._fetcher.close()
+
+    def start_bundle(self) -> None:
+        if self._outstanding:
+            # A bundle that failed left URLs in the loop: they belong to its retry.
+            self._loop.call_soon_threadsafe(self._scheduler.cancel)
+            self._results = queue.SimpleQueue()
+            self._outstanding = 0
+
+    def process(self, element: tuple[str, Iterable[tuple[str, tuple[str, ...]]]]) -> Iterable[ImageResult]:
         started = time.perf_counter()
-        before = self._fetcher.requests
-        done = self._fetch_candidates(wants)
-        self._counters.inc("http.requests", self._fetcher.requests - before)
-        for url, _ in wants:
-            result = self._result(url, done[url])
-            count_result(self._counters, result)
-            yield result
+        host, wants = element
+        staged = self._files.present(host) if self._files is not None else set()
+        batch: list[tuple[str, tuple[str, ...]]] = []
+        for want in wants:
+            if staged:
+                path = self._files.path(host, want[0])
+                if path in staged:
+                    result = self._from_staging(host, want, path)
+                    if result is not None:
+                        yield result
+                        continue
+            batch.append(want)
+            if len(batch) >= self._config.batch_size or self._outstanding + len(batch) >= self._config.max_pending_urls:
+                self._submit(host, batch)
+                batch = []
+                while self._outstanding >= self._config.max_pending_urls:  # back-pressure
+                    yield from self._wait_for_results()
+        if batch:
+            self._submit(host, batch)
+        yield from self._finished_results()
+        self._count_requests()
         self._counters.micros(started)
 
-    def _fetch_candidates(self, wants: list[tuple[str, tuple[str, ...]]]) -> dict[str, Fetched]:
-        """Each URL's candidates in order of preference, one round of requests per
-        rank, until one is retrieved; a refusal that would hold for every candidate
-        (robots.txt, opt-out, a refused address) ends the search. A URL none of whose
-        candidates is retrieved keeps the outcome of its own fetch."""
-        first: dict[str, Fetched] = {}
-        done: dict[str, Fetched] = {}
-        pending = [(url, [url, *candidates]) for url, candidates in wants]
-        while pending:
-            fetched = self._loop.run_until_complete(self._fetcher.fetch_all([c[0] for _, c in pending]))
-            retry = []
-            for (url, candidates), item in zip(pending, fetched):
-                first.setdefault(url, item)
-                if item.ok or len(candidates) == 1 or item.reason in _FINAL_REFUSALS:
-                    done[url] = item if item.ok else first[url]
-                else:
-                    retry.append((url, candidates[1:]))
-            pending = retry
-        return done
+    def finish_bundle(self) -> Iterable[WindowedValue]:
+        started = time.perf_counter()
+        while self._outstanding:
+            for result in self._wait_for_results():
+                yield GlobalWindows.windowed_value_at_end_of_window(result)
+        self._count_requests()
+        self._counters.micros(started)
 
-    def _result(self, url: str, item: Fetched) -> ImageResult:
+    # -- between the Beam thread and the loop -------------------------------------------
+
+    def _submit(self, host: str, wants: list[tuple[str, tuple[str, ...]]]) -> None:
+        self._outstanding += len(wants)
+        self._loop.call_soon_threadsafe(self._scheduler.submit, host, list(wants), self._results)
+
+    def _finished_results(self) -> Iterable[ImageResult]:
+        """The results finished so far, without waiting."""
+        while self._outstanding:
+            try:
+                want, fetched = self._results.get_nowait()
+            except queue.Empty:
+                return
+            self._outstanding -= 1
+            yield self._result(want, fetched)
+
+    def _wait_for_results(self) -> Iterable[ImageResult]:
+        """At least one result (waiting for it), then any others finished."""
+        while True:
+            try:
+                want, fetched = self._results.get(timeout=_POLL_SECONDS)
+                break
+            except queue.Empty:
+                if not self._thread.is_alive():
+                    raise RuntimeError("the image fetch loop stopped with URLs outstanding") from None
+        self._outstanding -= 1
+        yield self._result(want, fetched)
+        yield from self._finished_results()
+
+    def _count_requests(self) -> None:
+        requests = self._fetcher.requests
+        if requests > self._requests:
+            self._counters.inc("http.requests", requests - self._requests)
+            self._requests = requests
+
+    # -- results -----------------------------------------------------------------------
+
+    def _from_staging(self, host: str, want: tuple[str, tuple[str, ...]], path: str) -> Optional[ImageResult]:
+        try:
+            fetched = self._files.read(path, want[0])
+        except Exception as exc:  # unreadable: fetch it again
+            log.warning("staged fetch %s unreadable, fetching again: %s: %s", path, type(exc).__name__, exc)
+            return None
+        if fetched is None:
+            return None
+        self._counters.inc("http.from_staging")
+        result = self._normalized(want[0], fetched)
+        count_result(self._counters, result)
+        return result
+
+    def _result(self, want: tuple[str, tuple[str, ...]], item: Fetched) -> ImageResult:
+        url = want[0]
         if not item.ok:
-            return ImageResult(
+            result = ImageResult(
                 url=url,
                 status=STATUS_FAILED,
                 reason=item.reason,
@@ -238,8 +414,25 @@ class FetchImagesFn(beam.DoFn):
                 detail=item.detail,
                 source=SOURCE_HTTP,
             )
+        else:
+            if self._files is not None:
+                self._files.write(politeness_host(url), url, item)
+            result = self._normalized(url, item)
+        count_result(self._counters, result)
+        return result
+
+    def _normalized(self, url: str, item: Fetched) -> ImageResult:
         result = normalize_image(url, item.payload, self._config, source=SOURCE_HTTP, content_type=item.content_type)
         return result if item.url == url else dataclasses.replace(result, source_url=item.url)
+
+
+def _report(results: queue.SimpleQueue, want: tuple[str, tuple[str, ...]], fetched: Fetched) -> None:
+    """The scheduler's ``on_done``: a finished URL to the queue of its bundle."""
+    results.put((want, fetched))
+
+
+def _by_host(want: tuple[str, tuple[str, ...]]) -> tuple[str, tuple[str, tuple[str, ...]]]:
+    return politeness_host(want[0]), want
 
 
 class RetrieveImages(beam.PTransform):
@@ -248,9 +441,10 @@ class RetrieveImages(beam.PTransform):
     preferred captured candidate, else its candidates over HTTP, else not captured.
     See the module docstring for the inputs and counters."""
 
-    def __init__(self, config: ImagesConfig, label: Optional[str] = None):
+    def __init__(self, config: ImagesConfig, label: Optional[str] = None, fetched_dir: Optional[str] = None):
         super().__init__(label)
         self._config = config
+        self._fetched_dir = fetched_dir
 
     def expand(self, pcolls: tuple[beam.PCollection, beam.PCollection]) -> beam.PCollection:
         wants, captured = pcolls
@@ -266,8 +460,8 @@ class RetrieveImages(beam.PTransform):
         resolved = offers | "ResolveSources" >> beam.ParDo(ResolveSourcesFn(self._config)).with_outputs(FETCH, main="results")
         fetched = (
             resolved[FETCH]
-            | "SpreadFetches" >> beam.Reshuffle()
-            | "BatchUrls" >> beam.BatchElements(min_batch_size=1, max_batch_size=self._config.batch_size)
-            | "Fetch" >> beam.ParDo(FetchImagesFn(self._config))
+            | "KeyByHost" >> beam.Map(_by_host)
+            | "GroupByHost" >> beam.GroupByKey()
+            | "Fetch" >> beam.ParDo(FetchImagesFn(self._config, self._fetched_dir))
         )
         return (resolved["results"], fetched) | "AllResults" >> beam.Flatten()

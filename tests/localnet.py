@@ -12,6 +12,7 @@ reach beyond the machine, and the test can assert what was (not) connected to.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
@@ -26,10 +27,11 @@ class QuietServer(ThreadingHTTPServer):
         pass
 
 
-def start_server(handler: type[BaseHTTPRequestHandler], **attributes) -> QuietServer:
-    """A threaded server on a free port of 127.0.0.1, serving in a daemon thread;
-    ``attributes`` are set on it for the handler (``self.server.<name>``)."""
-    httpd = QuietServer(("127.0.0.1", 0), handler)
+def start_server(handler: type[BaseHTTPRequestHandler], address: str = "127.0.0.1", **attributes) -> QuietServer:
+    """A threaded server on a free port of ``address`` (127.0.0.1; Linux routes all
+    of 127/8 to the loopback, so 127.0.0.2 is another host), serving in a daemon
+    thread; ``attributes`` are set on it for the handler (``self.server.<name>``)."""
+    httpd = QuietServer((address, 0), handler)
     for name, value in attributes.items():
         setattr(httpd, name, value)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
@@ -114,3 +116,26 @@ def local_images_config(**overrides):
         backoff_seconds=0.01,
     )
     return ImagesConfig(**{**settings, **overrides})
+
+
+class InFlight:
+    """Requests a test server is answering now, and the most at once, per host
+    (thread-safe): ``with counter.request(host): ...`` around an answer."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.now: dict[str, int] = {}
+        self.peak: dict[str, int] = {}
+        self.total_peak = 0
+
+    @contextlib.contextmanager
+    def request(self, host: str):
+        with self._lock:
+            self.now[host] = self.now.get(host, 0) + 1
+            self.peak[host] = max(self.peak.get(host, 0), self.now[host])
+            self.total_peak = max(self.total_peak, sum(self.now.values()))
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.now[host] -= 1

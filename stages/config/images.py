@@ -30,8 +30,18 @@ class ImagesConfig(_Section):
     # img2dataset's default --disallowed_header_directives.
     opt_out_directives: tuple[str, ...] = ("noai", "noimageai", "noindex", "noimageindex")
     concurrency: int = Field(default=64, gt=0)  # requests in flight per worker
-    per_host_concurrency: int = Field(default=4, gt=0)  # requests in flight per host per worker
-    batch_size: int = Field(default=256, gt=0)  # URLs one DoFn call fetches concurrently
+    # Requests in flight per host: the stage groups URLs by host, so one worker holds
+    # all of a host's URLs and the limit holds for the whole run.
+    per_host_concurrency: int = Field(default=4, gt=0)
+    batch_size: int = Field(default=256, gt=0)  # URLs handed to a worker's fetch loop at once
+    # URLs a worker has taken on and not yet finished; above it the stage waits for
+    # results before it takes more (memory stays bounded). A host with more URLs than
+    # this holds its group's worker until its backlog is below it.
+    max_pending_urls: int = Field(default=10_000, gt=0)
+    # A host that fails this many times in a row (connection refused, a timeout while
+    # a request is out, a TLS error) is given up: its remaining URLs fail at once as
+    # image.host_given_up. 0: never.
+    host_give_up_after: int = Field(default=3, ge=0)
     # Seconds to open a connection.
     connect_timeout: float = Field(default=5.0, gt=0)
     read_timeout: float = Field(default=10.0, gt=0)  # between two reads of the socket
@@ -42,6 +52,10 @@ class ImagesConfig(_Section):
     backoff_seconds: float = Field(default=0.5, ge=0)  # doubled after each retry
     # How long a resolved host address is reused.
     dns_cache_seconds: float = Field(default=300.0, ge=0)
+    # How long a failed lookup (NXDOMAIN, no address) is remembered.
+    dns_negative_cache_seconds: float = Field(default=60.0, ge=0)
+    # Host name lookups running at once per worker (each holds a resolver thread).
+    dns_concurrency: int = Field(default=32, gt=0)
     # Addresses that are never fetched unless listed here (CIDR): loopback, private,
     # link-local, multicast, reserved and unspecified (SSRF guard, after each redirect).
     allowed_networks: tuple[str, ...] = ()

@@ -2,27 +2,34 @@
 
 ``ImageFetcher`` fetches many URLs concurrently on one asyncio event loop:
 
-- bounded concurrency per fetcher (a worker) and per host; connect and read
-  timeouts; a total deadline per image covering redirects, retries and the body;
+- bounded concurrency per fetcher (a worker) and per host (``politeness_host``: the
+  host name, whatever the scheme or port); connect and read timeouts; a total
+  deadline per image covering redirects, retries and the body;
 - redirects followed by hand up to ``max_redirects``, every hop checked again
   (scheme, address, robots.txt); a URL seen twice is a redirect loop;
 - retries with exponential backoff for 429 and 5xx only (``Retry-After`` in seconds or as an HTTP date honoured
-  within the deadline), by tenacity's ``AsyncRetrying``;
+  within the deadline), by tenacity's ``AsyncRetrying``; a 429, or any answer with a
+  ``Retry-After``, slows the whole host: no request goes to it until the wait is
+  over (``host_delay`` tells the scheduler of ``host_fetch`` as well);
 - ``Content-Type``, ``Content-Length`` and ``X-Robots-Tag`` checked from the
   headers before the body is read; the body streamed and cut at ``max_bytes``;
 - robots.txt fetched once per host (scheme, host, port) and obeyed as RFC 9309
   says (``publisher_policy.RobotsCache``: protego's parser; 4xx means no rules,
   5xx or no answer means complete disallow);
-- SSRF guard: every host is resolved by ``address_guard.GuardedResolver``, which
-  refuses non-global addresses (and IPv6 forms embedding them) unless
-  ``allowed_networks`` lists them; robots.txt requests and their redirects go
-  through the same check;
+- SSRF guard: every host is resolved by ``dns_cache.GuardedDnsResolver``, which
+  refuses non-global addresses (``address_guard``: IPv6 forms embedding them too)
+  unless ``allowed_networks`` lists them; robots.txt requests and their redirects go
+  through the same check. Its ``DnsCache`` remembers answers and failures
+  (NXDOMAIN) and runs at most ``dns_concurrency`` lookups at once;
 - a URL that cannot be fetched as written (unparseable, a port out of range, a host
   name IDNA cannot encode, in the page or in a redirect's ``Location``) fails as
   ``image.invalid_url`` before anything is sent.
 
 Every outcome is a ``Fetched`` value; nothing raises for a bad URL or server. An
-exception nobody foresaw becomes a ``Fetched`` whose reason is its type name.
+exception nobody foresaw becomes a ``Fetched`` whose reason is its type name. A
+failure that says the host itself is failing (connection refused, a timeout while a
+request was out, a TLS error) names that in ``host_fault``: ``host_fetch`` gives a
+host up after a run of them.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import ssl
 from dataclasses import dataclass, field
 from typing import NamedTuple, Optional, Sequence
 from urllib.parse import urljoin, urlsplit
@@ -40,15 +48,18 @@ from tenacity import AsyncRetrying, retry_if_result, stop_after_attempt, wait_ex
 
 from mmcurate.filters import reasons
 from mmcurate.stages.config import ImagesConfig
-from mmcurate.stages.engines.address_guard import GuardedResolver, RefusedAddress, ip_or_none
+from mmcurate.stages.engines.address_guard import RefusedAddress, ip_or_none
+from mmcurate.stages.engines.dns_cache import DnsCache, GuardedDnsResolver
 from mmcurate.stages.engines.image_result import reason_kind
-from mmcurate.stages.engines.publisher_policy import ROBOTS_MAX_BYTES, RobotsCache, host_key, opted_out
+from mmcurate.stages.engines.publisher_policy import ROBOTS_MAX_BYTES, RobotsCache, opted_out
 from mmcurate.stages.engines.retry_after import retry_after_seconds
 from mmcurate.filters.url_forms import canonical_url
 
 log = logging.getLogger(__name__)
 
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
+# Refusals that another candidate URL of the same image would meet as well.
+FINAL_REFUSALS = frozenset({reasons.IMAGE_ROBOTS_DISALLOWED, reasons.IMAGE_OPTED_OUT, reasons.IMAGE_REFUSED_ADDRESS})
 # Served when the declared type says nothing: the magic bytes decide later.
 GENERIC_TYPES = frozenset({"", "application/octet-stream", "binary/octet-stream", "application/unknown"})
 _CHUNK = 64 * 1024
@@ -75,6 +86,9 @@ class Fetched:
     detail: str = ""
     attempts: int = 0
     redirects: int = 0
+    # HOST_REFUSED, HOST_TIMEOUT or HOST_TLS when the failure says the host itself is
+    # failing; "" otherwise (an answer, however bad, says it is up).
+    host_fault: str = ""
 
     @property
     def kind(self) -> str:
@@ -82,13 +96,51 @@ class Fetched:
         return reason_kind(self.reason) if not self.ok else ""
 
 
+HOST_REFUSED = "refused"
+HOST_TIMEOUT = "timeout"
+HOST_TLS = "tls"
+
+
 class _Failure(Exception):
-    def __init__(self, reason: str, detail: str = "", value: Optional[float] = None, threshold: Optional[float] = None):
+    def __init__(
+        self,
+        reason: str,
+        detail: str = "",
+        value: Optional[float] = None,
+        threshold: Optional[float] = None,
+        host_fault: str = "",
+    ):
         super().__init__(detail)
         self.reason = reason
         self.detail = detail
         self.value = value
         self.threshold = threshold
+        self.host_fault = host_fault
+
+
+def host_fault_of(exc: BaseException) -> str:
+    """HOST_TLS, HOST_TIMEOUT or HOST_REFUSED for an exception of a request that says
+    the host is failing; "" for any other (a reset, a broken answer, DNS)."""
+    if isinstance(exc, (aiohttp.ClientSSLError, ssl.SSLError)):
+        return HOST_TLS
+    if isinstance(exc, asyncio.TimeoutError):  # aiohttp's ServerTimeoutError and connect timeouts too
+        return HOST_TIMEOUT
+    cause = exc.os_error if isinstance(exc, aiohttp.ClientConnectorError) else exc
+    if isinstance(cause, ssl.SSLError):
+        return HOST_TLS
+    if isinstance(cause, ConnectionRefusedError):
+        return HOST_REFUSED
+    return ""
+
+
+def politeness_host(url: str) -> str:
+    """The host name of a URL, lower case, without scheme, port or user: the unit of
+    the per-host limit, of the pause a 429 asks for and of the stage's grouping by
+    host ("" when the URL has none or cannot be parsed)."""
+    try:
+        return (urlsplit(url).hostname or "").rstrip(".")
+    except ValueError:
+        return ""
 
 
 def _mime(content_type: Optional[str]) -> str:
@@ -155,15 +207,44 @@ class ImageFetcher:
     def __init__(self, config: ImagesConfig):
         self._config = config
         self._session: Optional[aiohttp.ClientSession] = None
-        self._resolver = GuardedResolver(config.allowed_networks, config.dns_cache_seconds)
+        cache = DnsCache(
+            ttl=config.dns_cache_seconds, negative_ttl=config.dns_negative_cache_seconds, concurrency=config.dns_concurrency
+        )
+        self._resolver = GuardedDnsResolver(config.allowed_networks, cache)
         self._slots: Optional[asyncio.Semaphore] = None
         self._host_slots: dict[str, asyncio.Semaphore] = {}
+        self._resume_at: dict[str, float] = {}  # politeness host -> loop time it may be asked again
         self._robots = RobotsCache(self._fetch_robots, config.robots_token, config.deadline_seconds)
         self.requests = 0
 
     @property
-    def resolver(self) -> GuardedResolver:
+    def resolver(self) -> GuardedDnsResolver:
         return self._resolver
+
+    def host_delay(self, host: str) -> float:
+        """Seconds until ``host`` (``politeness_host``) may be asked again: > 0 while a
+        429 or a ``Retry-After`` it sent is in force."""
+        resume = self._resume_at.get(host)
+        if resume is None:
+            return 0.0
+        delay = resume - asyncio.get_running_loop().time()
+        if delay <= 0:
+            del self._resume_at[host]
+            return 0.0
+        return delay
+
+    def _slow_host(self, url: str, seconds: float) -> None:
+        host = politeness_host(url)
+        resume = asyncio.get_running_loop().time() + seconds
+        if resume > self._resume_at.get(host, 0.0):
+            self._resume_at[host] = resume
+            log.debug("%s asked for a pause: none of its URLs is requested for %.1f s", host, seconds)
+
+    async def _host_ready(self, url: str) -> None:
+        """Waits while the URL's host has asked for a pause."""
+        host = politeness_host(url)
+        while (delay := self.host_delay(host)) > 0:
+            await asyncio.sleep(delay)
 
     def _ensure_session(self) -> aiohttp.ClientSession:
         if self._session is None:
@@ -195,17 +276,40 @@ class ImageFetcher:
     async def fetch_all(self, urls: Sequence[str]) -> list[Fetched]:
         return list(await asyncio.gather(*(self.fetch(u) for u in urls)))
 
+    async def fetch_first(self, url: str, candidates: Sequence[str] = ()) -> Fetched:
+        """The URL, then its other candidates (srcset, ``<picture>``) in order of
+        preference, until one is retrieved; a refusal that would hold for every
+        candidate (robots.txt, opt-out, a refused address) ends the search. When none
+        is retrieved, the outcome of the URL's own fetch."""
+        first: Optional[Fetched] = None
+        for candidate in (url, *candidates):
+            item = await self.fetch(candidate)
+            if item.ok:
+                return item
+            first = first or item
+            if item.reason in FINAL_REFUSALS:
+                break
+        assert first is not None
+        return first
+
     async def fetch(self, url: str) -> Fetched:
         """Fetch one image URL within the deadline; never raises for a bad URL or server."""
         self._ensure_session()
-        state = {"attempts": 0, "redirects": 0, "url": url}
+        state = {"attempts": 0, "redirects": 0, "url": url, "asking": False}
         try:
             payload, content_type = await asyncio.wait_for(self._follow(url, state), self._config.deadline_seconds)
         except _Failure as exc:
             failure = exc
         except asyncio.TimeoutError:
             deadline = self._config.deadline_seconds
-            failure = _Failure(reasons.IMAGE_TIMEOUT, f"no complete answer within {deadline}s", threshold=deadline)
+            # Only a request that was out when time ran out blames the host (not a wait
+            # for a slot, for a pause the host asked for, or for its robots.txt).
+            failure = _Failure(
+                reasons.IMAGE_TIMEOUT,
+                f"no complete answer within {deadline}s",
+                threshold=deadline,
+                host_fault=HOST_TIMEOUT if state["asking"] else "",
+            )
         except Exception as exc:  # never raise: one hostile URL must not end the run
             log.warning("fetching %s failed unexpectedly: %s: %s", url[:200], type(exc).__name__, exc)
             failure = _Failure(type(exc).__name__, f"{type(exc).__name__}: {exc}")
@@ -221,6 +325,7 @@ class ImageFetcher:
             detail=failure.detail[:300],
             attempts=state["attempts"],
             redirects=state["redirects"],
+            host_fault=failure.host_fault,
         )
 
     # -- one URL, hop by hop ------------------------------------------------------------
@@ -271,7 +376,7 @@ class ImageFetcher:
             raise _Failure(reasons.IMAGE_INVALID_URL, f"host {host[:100]!r}: {exc}") from None
 
     def _host_slot(self, url: str) -> asyncio.Semaphore:
-        key = host_key(url)
+        key = politeness_host(url)
         slot = self._host_slots.get(key)
         if slot is None:
             slot = self._host_slots[key] = asyncio.Semaphore(self._config.per_host_concurrency)
@@ -294,7 +399,17 @@ class ImageFetcher:
 
         async def attempt() -> _Answer:
             state["attempts"] += 1
-            return await self._request(url)
+            try:
+                answer = await self._request(url, state)
+            except _Failure:
+                state["asking"] = False
+                raise
+            # Cancelled (the deadline) while asking: "asking" stays set, for fetch().
+            state["asking"] = False
+            if answer.status == 429 or answer.retry_after > 0:
+                # The whole host waits, not only this URL (tenacity waits here as long).
+                self._slow_host(url, max(answer.retry_after, config.backoff_seconds * 2 ** (state["attempts"] - 1)))
+            return answer
 
         retrying = AsyncRetrying(
             retry=retry_if_result(lambda answer: answer.retryable),
@@ -304,14 +419,17 @@ class ImageFetcher:
         )
         return await retrying(attempt)
 
-    async def _request(self, url: str) -> _Answer:
+    async def _request(self, url: str, state: Optional[dict] = None) -> _Answer:
         """One GET: status, Location, body, content type, Retry-After seconds.
 
         The body is read only for a 200 that passes the header checks."""
         config = self._config
         session = self._ensure_session()
+        await self._host_ready(url)
         async with self._slots, self._host_slot(url):
             self.requests += 1
+            if state is not None:
+                state["asking"] = True  # a request is out: a timeout now is the host's
             try:
                 async with session.get(url, allow_redirects=False) as response:
                     status = response.status
@@ -331,8 +449,14 @@ class ImageFetcher:
                         raise _Failure(reasons.IMAGE_WRONG_CONTENT_TYPE, f"Content-Type {content_type}")
                     payload = await self._read_body(response, config.max_bytes)
                     return _Answer(status, payload=payload, content_type=content_type)
+            except asyncio.TimeoutError as exc:  # aiohttp's connect and read timeouts
+                raise _Failure(
+                    reasons.IMAGE_TIMEOUT, f"{type(exc).__name__}: {exc}", host_fault=HOST_TIMEOUT
+                ) from None
             except (aiohttp.ClientError, OSError) as exc:
-                raise _Failure(reasons.IMAGE_CONNECTION_FAILED, f"{type(exc).__name__}: {exc}") from None
+                raise _Failure(
+                    reasons.IMAGE_CONNECTION_FAILED, f"{type(exc).__name__}: {exc}", host_fault=host_fault_of(exc)
+                ) from None
             except ValueError as exc:  # yarl refusing the URL: it was checked, but belt and braces
                 raise _Failure(reasons.IMAGE_INVALID_URL, f"{type(exc).__name__}: {exc}") from None
 

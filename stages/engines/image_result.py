@@ -24,13 +24,14 @@ STAGE = "images"
 # decision row is of kind `error`, with the reason code as its cause.
 FAILURE_REASONS = frozenset(
     {
-        reasons.IMAGE_NOT_CAPTURED,
         reasons.IMAGE_UNSUPPORTED_SCHEME,
         reasons.IMAGE_INVALID_URL,
         reasons.IMAGE_REFUSED_ADDRESS,
         reasons.IMAGE_HTTP_STATUS,
         reasons.IMAGE_TIMEOUT,
         reasons.IMAGE_CONNECTION_FAILED,
+        # Not tried: its host kept failing (refused, timed out, TLS) just before.
+        reasons.IMAGE_HOST_GIVEN_UP,
         reasons.IMAGE_WRONG_CONTENT_TYPE,
         reasons.IMAGE_REDIRECT_LOOP,
         reasons.IMAGE_TOO_MANY_REDIRECTS,
@@ -40,8 +41,11 @@ FAILURE_REASONS = frozenset(
 )
 # A rule, a limit or the publisher's policy refused the image: a decision, so its
 # row is of kind `rejected`, with value and threshold where the rule has them.
+# image.not_captured is one: the image is in no input WARC and the run's settings
+# (images.http off) say not to fetch it; nothing failed.
 REJECTION_REASONS = frozenset(
     {
+        reasons.IMAGE_NOT_CAPTURED,
         reasons.IMAGE_ROBOTS_DISALLOWED,
         reasons.IMAGE_OPTED_OUT,
         reasons.IMAGE_TOO_MANY_BYTES,

@@ -133,7 +133,7 @@ def decided() -> dict[tuple[str, str], list[str]]:
         judged = p | "JudgeDocs" >> beam.Create([make_doc("judged", PROSE)]) | JudgeDocuments(JUDGE_CONFIG, client=LowScoreJudge)
         rows = [
             read.rejected | "ReadRows" >> beam.Map(lambda d: _key("read", d)),
-            # Image failures (image.not_captured, ...) are error rows, refusals rejected rows.
+            # Image failures (image.timeout, ...) are error rows, refusals (image.not_captured too) rejected rows.
             (images.rejected, images.errors) | "ImageDecisions" >> beam.Flatten() | "ImageRows" >> beam.Map(lambda d: _key("images", d)),
             dedup.rejected | "DedupRows" >> beam.Map(lambda d: _key("dedup", d)),
             pairs.decisions | "PairRows" >> beam.Map(lambda d: _key("recycle", d)),

@@ -165,13 +165,14 @@ def test_dedup_and_document_rules_on_generated_images():
         ],
     )
     checks["page-errors"] = (result.errors | "PageErrors" >> beam.Filter(lambda r: r.subject == "page"), [])
-    # Images not retrieved are failures (errors); refused images are rejections.
+    # Images not retrieved are failures (errors); refused images are rejections, and so
+    # is an image in no WARC while images.http is off (the settings decided).
     image_rows = (result.rejected, result.errors) | "Decisions" >> beam.Flatten() | "Images" >> beam.Filter(lambda r: r.subject == "image")
     checks["image-decisions"] = (
         image_rows
         | "ImageReasons" >> beam.Map(lambda r: (r.kind, r.reason, r.doc_id if not r.url else r.url.rsplit("/", 1)[1][:12])),
         [
-                ("error", reasons.IMAGE_NOT_CAPTURED, "x.jpg"),
+                ("rejected", reasons.IMAGE_NOT_CAPTURED, "x.jpg"),
                 ("rejected", reasons.IMAGE_TOO_SMALL, "small.jpg"),
                 ("rejected", reasons.IMAGE_ASPECT_RATIO, "wide.jpg"),
                 ("rejected", reasons.IMAGE_SVG, "svg.jpg"),
@@ -239,10 +240,10 @@ def test_dedup_and_document_rules_on_generated_images():
     assert counter(outcome, f"rejected.{reasons.IMAGE_DOCUMENT_NO_IMAGES}") == 2
     assert counter(outcome, "image.captured_unused") == 1
     # Image counters equal the image rows: failures under image.errors, rejections under image.reason.
-    assert counter(outcome, f"image.errors.{reasons.IMAGE_NOT_CAPTURED}") == 1
+    assert counter(outcome, f"image.reason.{reasons.IMAGE_NOT_CAPTURED}") == 1
     assert counter(outcome, f"image.errors.{reasons.IMAGE_UNSUPPORTED_SCHEME}") == 1
     assert counter(outcome, f"image.reason.{reasons.IMAGE_TOO_SMALL}") == 1
-    assert counter(outcome, f"image.reason.{reasons.IMAGE_NOT_CAPTURED}") == 0
+    assert counter(outcome, f"image.errors.{reasons.IMAGE_NOT_CAPTURED}") == 0
 
 
 def test_switches_off_near_duplicates_frequency_and_image_sets():
@@ -308,7 +309,7 @@ def test_a_capture_over_max_image_bytes_is_named_not_reported_uncaptured(tmp_pat
         equal_to(
             [
                 ("big.jpg", "rejected", reasons.IMAGE_CAPTURE_TOO_LARGE, float(len(big)), float(limit), True),
-                ("absent.jpg", "error", reasons.IMAGE_NOT_CAPTURED, None, None, False),
+                ("absent.jpg", "rejected", reasons.IMAGE_NOT_CAPTURED, None, None, False),
             ]
         ),
         label="image-rows",

@@ -461,17 +461,17 @@ def test_candidates_are_fetched_in_order_until_one_is_retrieved(server):
     fn.setup()
     try:
         server.paths.clear()
-        results = list(
-            fn.process(
-                [
-                    (f"{b}/missing.jpg", (f"{b}/gone-1x.jpg", f"{b}/ok.jpg", f"{b}/never.jpg")),
-                    (f"{b}/private/2x.jpg", (f"{b}/ok.jpg",)),
-                    (f"{b}/forbidden-status.jpg", ()),
-                ]
-            )
-        )
+        fn.start_bundle()
+        wants = [
+            (f"{b}/missing.jpg", (f"{b}/gone-1x.jpg", f"{b}/ok.jpg", f"{b}/never.jpg")),
+            (f"{b}/private/2x.jpg", (f"{b}/ok.jpg",)),
+            (f"{b}/forbidden-status.jpg", ()),
+        ]
+        results = list(fn.process(("127.0.0.1", wants)))
+        results += [wv.value for wv in fn.finish_bundle()]
     finally:
         fn.teardown()
+    assert len(results) == 3
     by_url = {r.url: r for r in results}
     found = by_url[f"{b}/missing.jpg"]
     assert (found.status, found.source_url) == (STATUS_OK, f"{b}/ok.jpg")

@@ -35,7 +35,9 @@ def test_every_image_reason_is_either_a_failure_or_a_rejection():
         (reasons.IMAGE_TIMEOUT, "error", "image.errors.image.timeout"),
         (reasons.IMAGE_REFUSED_ADDRESS, "error", "image.errors.image.refused_address"),
         (reasons.IMAGE_UNDECODABLE, "error", "image.errors.image.undecodable"),
-        (reasons.IMAGE_NOT_CAPTURED, "error", "image.errors.image.not_captured"),
+        # Not in the WARCs and images.http off: the run's settings decided, nothing failed.
+        (reasons.IMAGE_NOT_CAPTURED, "rejected", "image.reason.image.not_captured"),
+        (reasons.IMAGE_HOST_GIVEN_UP, "error", "image.errors.image.host_given_up"),
         ("FileNotFoundError", "error", "image.errors.FileNotFoundError"),  # an exception nobody foresaw
         (reasons.IMAGE_TOO_SMALL, "rejected", "image.reason.image.too_small"),
         (reasons.IMAGE_TOO_FREQUENT, "rejected", "image.reason.image.too_frequent"),
