@@ -318,10 +318,19 @@ def lines(text: str) -> list[str]:
     return [s for s in (line.strip() for line in text.split("\n")) if s]
 
 
+# Invisible format characters a line may end with after its punctuation: the
+# right-to-left, left-to-right and Arabic letter marks that right-to-left text puts
+# after a full stop so that it shows on the right side, bidirectional embeddings and
+# isolates closed at the line's end, zero-width spaces and joiners, the BOM.
+_TRAILING_FORMAT = "\u200b\u200c\u200d\u200e\u200f\u061c\u202a\u202b\u202c\u202d\u202e\u2060\u2066\u2067\u2068\u2069\ufeff"
+_LINE_END_STRIP = _CLOSING + _TRAILING_FORMAT
+
+
 def ends_sentence(line: str) -> bool:
-    """Whether ``line`` ends in terminal punctuation (a closing quote may follow it),
-    or, in Thai and Lao, in a letter: those scripts end a sentence with a space."""
-    end = line.rstrip(_CLOSING)
+    """Whether ``line`` ends in terminal punctuation (a closing quote or an invisible
+    format character may follow it), or, in Thai and Lao, in a letter: those scripts
+    end a sentence with a space."""
+    end = line.rstrip(_LINE_END_STRIP)
     return end.endswith(TERMINAL_PUNCTUATION) or bool(_SPACE_TERMINATED.search(end))
 
 
