@@ -164,9 +164,9 @@ def mm_outcome(status: str, reason: Optional[str], value: Optional[float], detai
         return "refused" if reason != "image.robots_disallowed" else "refused (robots.txt)"
     if reason == "image.robots_disallowed":
         return "robots"
-    if "ssl" in text or "certificate" in text:
+    if "[ssl" in text or "certificate" in text:  # not aiohttp's "ssl:default", which every connect error names
         return "tls"
-    return reason or status
+    return reason.removeprefix("image.") or status
 
 
 @dataclass

@@ -414,7 +414,7 @@ class _Serving:
                 self.failed_once.add(path)
                 status = 500
                 return web.Response(status=500, text="try again")
-            body = with_comment(self.images[item.image], item.url.encode())
+            body = with_comment(self.images[item.image % len(self.images)], item.url.encode())
             response = web.StreamResponse(headers={"Content-Type": "image/jpeg"})
             response.content_length = len(body)
             await response.prepare(request)
