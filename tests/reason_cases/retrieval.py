@@ -102,7 +102,38 @@ def fetched() -> dict[str, list[str]]:
     return out
 
 
+@lru_cache(maxsize=None)
+def given_up() -> list[str]:
+    """The codes of the 4th URL on a host that refused the first three connections
+    (the host's URLs through ``engines.host_fetch.HostScheduler``, one at a time)."""
+    from mmcurate.stages.engines.host_fetch import HostScheduler
+
+    config = CONFIG.model_copy(update={"respect_robots": False, "per_host_concurrency": 1, "host_give_up_after": 3})
+    port = _closed_port()
+
+    async def run() -> dict[str, str]:
+        fetcher = ImageFetcher(config)
+        done: dict[str, str] = {}
+        all_done = asyncio.Event()
+
+        def on_done(tag, want, item) -> None:
+            done[want[0]] = item.reason
+            if len(done) == 4:
+                all_done.set()
+
+        scheduler = HostScheduler(fetcher, 4, 1, config.host_give_up_after, on_done)
+        scheduler.submit("127.0.0.1", [(f"http://127.0.0.1:{port}/{i}.jpg", ()) for i in range(4)])
+        try:
+            await asyncio.wait_for(all_done.wait(), 10)
+        finally:
+            await scheduler.close()
+            await fetcher.close()
+        return done
+
+    return [asyncio.run(run())[f"http://127.0.0.1:{port}/3.jpg"]]
+
+
 CASES = [
     ReasonCase(code, f"image URL {url}", lambda code=code: fetched()[code])
     for code, url in (PATHS | ELSEWHERE | {reasons.IMAGE_CONNECTION_FAILED: "http://127.0.0.1:<closed port>/x.jpg"}).items()
-]
+] + [ReasonCase(reasons.IMAGE_HOST_GIVEN_UP, "the 4th URL of a host that refused 3 connections in a row", given_up)]
