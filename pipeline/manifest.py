@@ -7,6 +7,7 @@ from collections import defaultdict
 from importlib import metadata
 from typing import Any, Mapping
 
+from mmcurate.filters.reasons import IMAGE_NOT_CAPTURED
 from mmcurate.pipeline.config import ALWAYS_ON, STAGE_NAMES, Config
 from mmcurate.pipeline.safety_summary import format_safety, safety_summary
 from mmcurate.schemas import KIND_ERROR, KIND_REJECTED, SUBJECT_PAGE
@@ -196,5 +197,11 @@ def format_funnel(manifest: Mapping[str, Any]) -> str:
     if records["by_type"]:
         lines.append("WARC records: " + ", ".join(f"{k} {v}" for k, v in records["by_type"].items()))
     lines.append(f"images captured in the WARCs: {records['images_captured']}")
+    uncaptured = sum(n for key, n in manifest.get("image_decisions", {}).items() if key.endswith(f".{IMAGE_NOT_CAPTURED}"))
+    if uncaptured:
+        lines.append(
+            f"images neither in the WARCs nor fetched: {uncaptured} ({IMAGE_NOT_CAPTURED});"
+            " --set images.http=true fetches them over HTTP"
+        )
     lines += format_safety(manifest)
     return "\n".join(lines)
