@@ -9,7 +9,7 @@
 - ``rule_url`` (and ``url_host``): the URL as the URL rules (blocklists) see it:
   host in Unicode, ``www.`` dropped, path and query as written.
 - ``capture_key``: the SURT that matches an image URL written on a page to a
-  capture of it in the input WARCs (the ``surt`` package).
+  capture of it in the input WARCs (IIPC's ``urlcanon``).
 
 Why they are not one form (tests/filters/test_url_forms.py shows each):
 
@@ -37,7 +37,7 @@ import re
 from typing import Sequence
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
-import surt as _surt
+import urlcanon
 from url_normalize import url_normalize
 
 # ---------------------------------------------------------------------------------
@@ -218,20 +218,23 @@ def url_host(url: str) -> str:
 
 def capture_key(url: str) -> str:
     """The SURT of ``url`` (``org,wikimedia,upload)/wikipedia/...``), or the URL
-    stripped when ``surt`` cannot parse it.
+    stripped when it cannot be parsed.
 
     Pages and crawlers spell one URL in many ways: ``Mona_Lisa%2C_by...`` on the
     page, ``Mona_Lisa,_by...`` in the archive; ``http`` and ``https``; ``www.`` or
     not; query parameters in another order. Web archives look captures up by SURT
-    (Sort-friendly URI Reordering Transform): Common Crawl's CDX index and pywb
-    both build it with the ``surt`` package, whose default canonicaliser (IA's
-    "Google" canonicalisation: percent-escapes decoded repeatedly and re-escaped
-    minimally, host and path lower-cased, ``www.`` and session ids dropped, query
-    arguments sorted, scheme and fragment dropped) is what this applies. The
-    canonical URL stays the URL that is fetched and reported; the capture key only
-    decides which capture belongs to which URL."""
+    (Sort-friendly URI Reordering Transform), the key Common Crawl's CDX index and
+    pywb sort by. This is IIPC's ``urlcanon`` (Apache-2.0) ``aggressive``
+    canonicaliser, its counterpart of the IA canonicalisation the AGPL ``surt``
+    package applies (percent-escapes decoded and re-escaped minimally, host and path
+    lower-cased, ``www.`` dropped, query arguments sorted, scheme and fragment
+    dropped), written in SURT form without scheme or trailing comma: the same keys
+    as ``surt.surt`` on the fixture WARCs' URLs but where an escaped ``%3F`` or
+    ``%3D`` stays escaped (``surt`` turns an escaped ``?`` in a path into a query).
+    The canonical URL stays the URL that is fetched and reported; the capture key
+    only decides which capture belongs to which URL."""
     url = url.strip()
     try:
-        return _surt.surt(url)
-    except Exception:  # surt raises a variety of errors on malformed URLs
+        return urlcanon.aggressive(url).surt(with_scheme=False, trailing_comma=False).decode("utf-8", "replace")
+    except Exception:  # malformed URLs: a parser may raise more than ValueError
         return url
