@@ -1,10 +1,9 @@
 """The page as an lxml tree: parsing, and what is read straight off the tree (tag
 names, http(s) URLs resolved against ``<base href>``, the title, ``hreflang``
-alternates, figure captions)."""
+alternates)."""
 
 from __future__ import annotations
 
-import re
 import threading
 from typing import Optional
 from urllib.parse import urljoin, urlsplit
@@ -77,39 +76,6 @@ def http_url(value: Optional[str], base: str) -> str:
     if parts.scheme not in ("http", "https") or not parts.netloc:
         return ""
     return absolute
-
-
-# Screen-reader-only labels ("Image caption", "Image copyright"): Bootstrap's
-# sr-only / visually-hidden, WordPress's screen-reader-text, BBC's off-screen.
-_SCREEN_READER_ONLY = re.compile(r"(?:^|\s)(?:sr-only|visually-hidden|screen-reader-text|off-screen|offscreen)(?:\s|$)")
-
-
-def _visible_text(el: etree._Element) -> str:
-    """Text of ``el`` with its elements' texts kept apart (spans do not run into
-    each other) and screen-reader-only labels left out."""
-    parts: list[str] = []
-
-    def walk(node: etree._Element) -> None:
-        if _SCREEN_READER_ONLY.search(node.get("class") or ""):
-            return
-        parts.append(node.text or "")
-        for child in node:
-            if isinstance(child.tag, str):
-                walk(child)
-            parts.append(child.tail or "")
-            parts.append(" ")
-
-    walk(el)
-    return squash(" ".join(parts))
-
-
-def image_caption(img: etree._Element) -> str:
-    for ancestor in img.iterancestors():
-        if tag_of(ancestor) == "figure":
-            for caption in ancestor.iter("figcaption"):
-                return _visible_text(caption)
-            return ""
-    return ""
 
 
 def document_base(root: etree._Element, url: str) -> str:

@@ -7,13 +7,13 @@ from __future__ import annotations
 import itertools
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Mapping, Optional
 
 from lxml import etree
 
 from mmcurate.schemas import ImageNode
 from mmcurate.stages.config import ExtractConfig
-from mmcurate.stages.engines.extraction.html_tree import image_caption, squash
+from mmcurate.stages.engines.extraction.html_tree import squash
 from mmcurate.stages.engines.extraction.image_sources import ImageSource, declared_dimension, image_source
 
 
@@ -26,12 +26,15 @@ class ImageRecord:
     candidates, size) is worked out on first use: most images of a page (menus,
     sidebars, footers) are never looked at."""
 
-    __slots__ = ("element", "order", "flat_offset", "_base", "_config", "_source")
+    __slots__ = ("element", "order", "flat_offset", "caption", "_base", "_config", "_source")
 
-    def __init__(self, element: etree._Element, order: int, flat_offset: int, base: str, config: ExtractConfig):
+    def __init__(
+        self, element: etree._Element, order: int, flat_offset: int, base: str, config: ExtractConfig, caption: str = ""
+    ):
         self.element = element
         self.order = order  # position among the walk's events (document order)
         self.flat_offset = flat_offset  # page text (whitespace removed) before the image
+        self.caption = caption  # found before the walk (captions.find_captions)
         self._base = base
         self._config = config
         self._source: Optional[ImageSource] = None
@@ -77,7 +80,7 @@ class ImageRecord:
             src=source.src,
             candidates=source.candidates,
             alt=self.alt,
-            caption=image_caption(self.element),
+            caption=self.caption,
             title=squash(self.element.get("title")),
             declared_width=source.width,
             declared_height=source.height,
@@ -100,9 +103,12 @@ class PageIndex:
         return max(0, bisect_right(self.piece_starts, flat_offset) - 1)
 
 
-def index_page(root: etree._Element, base: str, config: ExtractConfig) -> PageIndex:
+def index_page(
+    root: etree._Element, base: str, config: ExtractConfig, captions: Optional[Mapping[etree._Element, str]] = None
+) -> PageIndex:
     """Walks the page once in document order: its text pieces (whitespace removed),
-    each with its position and owner element, and its images.
+    each with its position and owner element, and its images (with their
+    ``captions``, found and taken out of the tree before).
 
     The walk is ``root.iter()`` (a third of the cost of ``etree.iterwalk``'s start and
     end events) with the chain of open elements kept here: an element's end, and its
@@ -112,6 +118,7 @@ def index_page(root: etree._Element, base: str, config: ExtractConfig) -> PageIn
     comments and processing instructions: the walk reads every node's text as the
     page's, and the root's own tail is not walked."""
     index = PageIndex()
+    captions = captions or {}
     # Each text piece's order, owner and text (parallel lists: no tuple per piece for
     # the garbage collector to count).
     orders, owners, texts = index.piece_orders, index.piece_owners, []
@@ -157,7 +164,7 @@ def index_page(root: etree._Element, base: str, config: ExtractConfig) -> PageIn
                 skip_to = last
             continue
         if tag == "img":
-            images.append(ImageRecord(el, order, 0, base, config))
+            images.append(ImageRecord(el, order, 0, base, config, captions.get(el, "")))
             image_pieces.append(len(texts))
             continue
         text = el.text

@@ -34,6 +34,7 @@ import logging
 from lxml import etree
 
 from mmcurate.stages.config import ExtractConfig
+from mmcurate.stages.engines.extraction.captions import find_captions
 from mmcurate.stages.engines.extraction.html_tree import document_base, hreflang_links, page_title, parse_html, squash
 from mmcurate.stages.engines.extraction.image_placement import merge_nodes, place_images
 from mmcurate.stages.engines.extraction.lead_image import LeadHints, lead_hints
@@ -135,7 +136,8 @@ def extract_trafilatura(html: str, url: str, config: ExtractConfig) -> Extractio
     if root is None:
         return Extraction()
     base = document_base(root, url)
-    index = index_page(root, base, config)
+    captions = find_captions(root)
+    index = index_page(root, base, config, captions.by_image)
     lead = lead_hints(root, base, url) if index.images and config.recover_images and config.lead_image else LeadHints(page_url=url)
     metadata: dict[str, str] = {}
     html_lang = squash(root.get("lang"))
