@@ -177,7 +177,6 @@ class Funnel:
         self.done_ranges = done_ranges
         self.ranged = False  # whether phase 0 stages its outputs per input range
         self.range_staging: Optional[RangeStaging] = None
-        self.ranges: Optional[beam.PCollection] = None  # the staged reader's range edges
         self.docs: Optional[beam.PCollection] = None
         self.decisions: list[beam.PCollection] = []
         self.captured: Optional[beam.PCollection] = None
@@ -204,7 +203,6 @@ class Funnel:
             reader = copy.copy(reader)  # a ReadWarcIndex: its batches of pointers are the ranges
             reader.batch_reader = ReadStagedBatchFn(self.config.read, staging)
         read = self.pipeline | "Read" >> reader
-        self.ranges = read.ranges
         self.docs = progress.count(read.pages, "CountReadKept", "read", read_gap=gap)
         self._decided(read.rejected, read.errors, read_gap=gap)
         self.captured = progress.count(read.images, "CountReadImages", read_gap=gap)
@@ -290,8 +288,7 @@ class Funnel:
         images) to staging, for the next phase."""
         if self.ranged:
             captured = self.captured if self._needs_captured() else None
-            range_outputs.stage_ranges(self.range_staging, self.ranges, self.docs, self.decisions, captured,
-                                       self._recycled(), self._chain())
+            range_outputs.stage_ranges(self.range_staging, self.docs, self.decisions, captured, self._recycled())
             return
         _ = self.docs | "StageDocuments" >> WriteStaged(beam_files.join(self.here, STAGED_DOCS), key=record_key)
         _ = self._all_decisions() | "StageDecisions" >> WriteStaged(beam_files.join(self.here, STAGED_DECISIONS), key=_decision_key)
@@ -346,7 +343,7 @@ class Funnel:
         """The last phase when it is the first and stages per range: the tables' rows in
         parts, assembled after the run (``range_outputs``)."""
         docs = progress.count(self.docs, "CountKept", "write")
-        range_outputs.write_ranges(self.range_staging, self.ranges, docs, self.decisions, self.config.write, self._chain())
+        range_outputs.write_ranges(self.range_staging, docs, self.decisions, self.config.write)
 
     def write(self, tables: str) -> None:
         docs = progress.count(self.docs, "CountKept", "write")
@@ -354,10 +351,6 @@ class Funnel:
         _ = outputs | "Write" >> WriteCorpus(tables, self.config.write)
 
     # -- the bookkeeping every stage shares --------------------------------------------
-
-    def _chain(self) -> tuple[str, ...]:
-        """The stages of the first phase in funnel order (a range marker's page funnel)."""
-        return ("read", "extract", *self.phase.stages)
 
     def _runs(self, stage: str) -> bool:
         return stage in self.phase.stages

@@ -46,7 +46,7 @@ from mmcurate.stages import read
 from mmcurate.stages.assemble import AssembleFiles
 from mmcurate.stages.engines import staging_files
 from mmcurate.stages.range_staging import NAMESPACE as RANGES_NAMESPACE
-from mmcurate.stages.range_staging import RANGES_READ
+from mmcurate.stages.range_staging import RANGES_READ, finish_ranges, whole_ranges
 
 log = logging.getLogger(__name__)
 
@@ -139,7 +139,7 @@ def run_phases(
                 counters = {(ns, name): value for ns, name, value in done["counters"]}
                 progress.resumed(_progress_counts(phase, counters), progress.total_bytes if phase.index == 0 else 0)
         else:
-            finished = _resumable_ranges(here) if phase.index == 0 else {}
+            finished = _resumable_ranges(here, phase, config) if phase.index == 0 else {}
             if progress is not None and finished:
                 counts = _progress_counts(phase, staging_files.summed_counters(finished.values()))
                 progress.resumed(counts, _range_bytes(finished.values(), patterns))
@@ -209,16 +209,14 @@ def _range_bytes(markers, patterns: Sequence[str]) -> int:
 STAGED_TABLES = (STAGED_DOCS, STAGED_DECISIONS, STAGED_CAPTURED, *PART_TABLES)
 
 
-def _resumable_ranges(here: str) -> dict[str, dict]:
+def _resumable_ranges(here: str, phase: Phase, config: Config) -> dict[str, dict]:
     """The input ranges of a first phase that an earlier, killed run finished (their
-    markers: ``stages/range_staging.py``); everything else that run left of the phase
-    is removed, to be read again."""
+    markers: ``stages/range_staging.finish_ranges``); everything else that run left of
+    the phase is removed, to be read again."""
     if not beam_files.exists(here):
         return {}
-    finished = staging_files.finished_ranges(FileSystems, here)
-    stale = staging_files.stale_files(FileSystems, here, STAGED_TABLES, finished)
-    for path in stale:
-        beam_files.remove(path)
+    needs_captured = not phase.final and ("images" in config.run.stages or "recycle" in config.run.stages)
+    finished = finish_ranges(here, STAGED_TABLES, needs_captured, ("read", "extract", *phase.stages))
     for name in ("blobs", TABLES_DIR, LOOSE_DIR):
         beam_files.remove(beam_files.join(here, name))
     if finished:
@@ -228,5 +226,9 @@ def _resumable_ranges(here: str) -> dict[str, dict]:
     return finished
 
 
-def kept_ranges(root: str, phases: Sequence[Phase]) -> int:
-    return len(staging_files.finished_ranges(FileSystems, phase_dir(root, phases[0])))
+def kept_ranges(root: str, phases: Sequence[Phase], config: Config) -> int:
+    """The input ranges of the first phase a rerun would keep (``whole_ranges``)."""
+    phase = phases[0]
+    needs_captured = not phase.final and ("images" in config.run.stages or "recycle" in config.run.stages)
+    whole, _, _ = whole_ranges(phase_dir(root, phase), STAGED_TABLES, needs_captured, ("read", "extract", *phase.stages))
+    return len(whole)

@@ -32,7 +32,7 @@ from mmcurate.schemas.tables import DECISIONS, DOCUMENTS, SCHEMAS, TABLES
 from mmcurate.stages.config import WriteConfig
 from mmcurate.stages.engines import staging_files, table_assembly
 from mmcurate.stages.engines.staging_files import TableFormat, record_key
-from mmcurate.stages.range_staging import RangeStaging, StageRangesFn, without_document
+from mmcurate.stages.range_staging import RangeStaging, StageRecordsFn, without_document
 from mmcurate.stages.staging import WriteStaged
 from mmcurate.stages.write import WriteCorpus
 
@@ -78,79 +78,71 @@ def range_formats(write: WriteConfig, final: bool) -> dict[str, TableFormat]:
 
 def stage_ranges(
     staging: RangeStaging,
-    ranges: beam.PCollection,
     docs: beam.PCollection,
     decisions: Sequence[beam.PCollection],
     captured: Optional[beam.PCollection],
     recycled: bool,
-    chain: Sequence[str],
 ) -> None:
-    """Phase 0's outputs into the files of the range each came from, as it is read
-    (``StageRangesFn``, with the range ``ranges`` edges); what cannot go there to
-    Beam's sink, beside them."""
+    """Phase 0's outputs into files of the range each came from (``StageRecordsFn``,
+    one per output); what no staged reader stamped to Beam's sink, beside them."""
     prepare = None if recycled else without_document
-    rows = {STAGED_DOCS: staged_row(record_key), STAGED_DECISIONS: staged_row(decision_key),
-            STAGED_CAPTURED: staged_row(captured_key)}
-    inputs = [ranges, docs, *decisions] + ([captured] if captured is not None else [])
-    loose = (
-        inputs
-        | "ToStage" >> beam.Flatten()
-        | "StageRanges" >> beam.ParDo(StageRangesFn(staging, STAGED_DOCS, rows, chain, prepare)).with_outputs(
-            STAGED_DECISIONS, STAGED_CAPTURED, main=STAGED_DOCS
-        )
-    )
+    outputs = [("Documents", STAGED_DOCS, docs, record_key, None)]
+    outputs += [(f"Decisions{i}", STAGED_DECISIONS, d, decision_key, prepare) for i, d in enumerate(decisions)]
+    if captured is not None:
+        outputs.append(("Captured", STAGED_CAPTURED, captured, captured_key, None))
+    loose: dict[str, list] = {}
+    for label, table, pcoll, key, how in outputs:
+        stager = StageRecordsFn(staging, table, label.lower(), staged_row(key), how)
+        loose.setdefault(table, []).append(pcoll | f"Stage{label}" >> beam.ParDo(stager))
     keys = {STAGED_DOCS: record_key, STAGED_DECISIONS: decision_key, STAGED_CAPTURED: captured_key}
-    tables = (STAGED_DOCS, STAGED_DECISIONS) + ((STAGED_CAPTURED,) if captured is not None else ())
-    for table in tables:
-        _ = loose[table] | f"StageLoose{table.capitalize()}" >> WriteStaged(beam_files.join(staging.phase_dir, table), key=keys[table])
+    for table, pcolls in loose.items():
+        gathered = pcolls | f"Loose{table.capitalize()}" >> beam.Flatten()
+        _ = gathered | f"StageLoose{table.capitalize()}" >> WriteStaged(beam_files.join(staging.phase_dir, table), key=keys[table])
 
 
-def write_ranges(
-    staging: RangeStaging,
-    ranges: beam.PCollection,
-    docs: beam.PCollection,
-    decisions: Sequence[beam.PCollection],
-    write: WriteConfig,
-    chain: Sequence[str],
-) -> None:
+def write_ranges(staging: RangeStaging, docs: beam.PCollection, decisions: Sequence[beam.PCollection], write: WriteConfig) -> None:
     """A run's only phase: the rows of its kept documents and decision rows (without
-    the rejected documents they carry) into the files of the range each came from;
-    the rest to ``loose/`` through the write stage's sinks (``assemble_tables`` joins
+    the rejected documents they carry) into files of the range each came from; the
+    rest to ``loose/`` through the write stage's sinks (``assemble_tables`` joins
     both after the run)."""
-    rows = {DOCUMENTS: functools.partial(table_row, table=DOCUMENTS), DECISIONS: functools.partial(table_row, table=DECISIONS)}
-    loose = (
-        [ranges, docs, *decisions]
-        | "ToStage" >> beam.Flatten()
-        | "StageRanges" >> beam.ParDo(StageRangesFn(staging, DOCUMENTS, rows, chain, without_document)).with_outputs(
-            DECISIONS, main=DOCUMENTS
-        )
-    )
+    documents = functools.partial(table_row, table=DOCUMENTS)
+    rows = functools.partial(table_row, table=DECISIONS)
+    loose_docs = docs | "StageDocuments" >> beam.ParDo(StageRecordsFn(staging, DOCUMENTS, "documents", documents))
+    loose = [
+        d | f"StageDecisions{i}" >> beam.ParDo(StageRecordsFn(staging, DECISIONS, f"decisions{i}", rows, without_document))
+        for i, d in enumerate(decisions)
+    ]
+    loose_decisions = loose | "LooseDecisions" >> beam.Flatten()
     # No images or pairs rows reach this phase: their tables are assembled from no
     # parts, as files with the schema and no rows, the same as from an empty sink's.
     here = staging.phase_dir
-    _ = (loose[DOCUMENTS], loose[DECISIONS]) | "Write" >> WriteCorpus(beam_files.join(here, LOOSE_DIR), write, given_only=True)
+    _ = (loose_docs, loose_decisions) | "Write" >> WriteCorpus(beam_files.join(here, LOOSE_DIR), write, given_only=True)
 
 
-def _parts(here: str, table: str, markers: dict[str, dict]) -> list[str]:
-    """A table's parts in input order: the finished ranges' files by (file, start),
-    then any other range file, then what Beam's sink wrote."""
+def _parts(here: str, table: str, reads: dict[str, dict]) -> list[str]:
+    """A table's parts in input order: the range parts by (file, range start, first
+    record's offset), then what Beam's sink wrote."""
     fs = FileSystems
     directory = beam_files.join(here, PARTS_DIR, table)
     ranged = staging_files.staged_files(fs, directory) if table in (DOCUMENTS, DECISIONS) else []
-    order = {staging_files.range_file(fs, directory, rid): (m["range"][0], m["range"][1]) for rid, m in markers.items()}
-    marked = sorted((p for p in ranged if p in order), key=lambda p: order[p])
-    rest = [p for p in ranged if p not in order]
-    return marked + rest + staging_files.staged_files(fs, beam_files.join(here, LOOSE_DIR, table))
+
+    def order(path: str):
+        rid = staging_files.part_range_id(path)
+        path_start = tuple(reads[rid]["range"][:2]) if rid in reads else ("", 0)
+        first = int(path.rsplit("-", 1)[-1][: -len(".parquet")])
+        return (*path_start, first, path)
+
+    return sorted(ranged, key=order) + staging_files.staged_files(fs, beam_files.join(here, LOOSE_DIR, table))
 
 
 def plan_tables(here: str, tables: str, config: Config) -> list[tuple[str, table_assembly.OutputFile]]:
     """Every output file of a run's only phase (after its pipeline has run), planned
     from the parts' footers: ``(table, OutputFile)`` under ``tables``."""
-    markers = staging_files.finished_ranges(FileSystems, here)
+    reads = staging_files.read_records(FileSystems, here)
     num_shards = config.write.num_shards
     planned = []
     for table in TABLES:
-        parts = _parts(here, table, markers)
+        parts = _parts(here, table, reads)
         for spec in table_assembly.plan_files(FileSystems, parts, beam_files.join(tables, table), num_shards):
             planned.append((table, spec))
     return planned

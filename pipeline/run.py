@@ -194,7 +194,7 @@ def run_curation(
                     f"interrupted; phase(s) {', '.join(finished)} of {len(phases)} are kept in {root}:"
                     " run the same command again to resume"
                 ) from None
-            ranges = kept_ranges(root, phases)
+            ranges = kept_ranges(root, phases, config)
             if ranges:
                 raise Interrupted(
                     f"interrupted; {ranges} input range(s) of phase {phases[0].dirname} are kept in {root}:"

@@ -31,6 +31,9 @@ class Provenance:
     date: str = ""  # WARC-Date as written in the record (ISO 8601 when valid)
     offset: int = -1  # byte offset of the record in the (compressed) file
     length: int = -1  # bytes the record occupies in the file, -1 if unknown
+    # The input range (start, end) whose reading produced the record, set by the first phase's
+    # staged readers (stages/range_staging.py); not a column of any table, not compared.
+    range: tuple = field(default=(), compare=False, repr=False)
 
 
 @dataclass(frozen=True)

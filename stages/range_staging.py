@@ -5,31 +5,28 @@ the ranges it finished (``pipeline/phases.py``).
 first phase of ``mmcurate run`` the ranges are read by a staged reader
 (``ReadStagedRangeFn``, ``ReadStagedFilesInOrderFn`` under ``read.limit``,
 ``ReadStagedBatchFn`` for CC-index pointers), which skips the ranges an earlier run
-finished (their markers, listed when the pipeline is built) and, on a tagged output
-``ranges``, brackets each range it reads with two ``RangeEdge`` records: one before
-its first record, and one after its last that says how many pages and captured images
-it read, with the reader's own counters for the range.
+finished (their markers, listed when the pipeline is built), stamps each record it
+reads with its range (``Provenance.range``: every document and decision row made
+from the record carries it on) and, once the range is read, writes the range's read
+record (``reads/<range id>.json``: the pages and captured images it read and the
+reader's own counters for it).
 
-Every record the phase keeps or decides (documents, decision rows, captured images)
-and the edges meet in one step, ``StageRangesFn``, which writes each record into the
-files of the range it came from (``engines/staging_files.RangeFiles``: temporary
-names, renamed when done) while that range is open in its bundle. As soon as a closed
-range has staged every page it read (each page ends as exactly one document or page
-decision row) and every captured image, its files are renamed into place and its
-marker is written, by this same step. Whatever is not in an open range (a runner that
-splits the steps into other bundles, a stage that holds records back past its range's
-bundle) goes on as it is, to Beam's sinks (the ``loose`` outputs); a range still open
-when its bundle ends keeps its files, in place but without a marker, so a rerun reads
-it again. Correctness needs no fusion of steps: fused, each range is staged whole and
-marked as it ends; not fused, the records take Beam's sinks and nothing is marked.
-A record that reaches this step after its range was marked (it cannot, when pages are
-conserved) removes the marker before it goes on, so a marker never names a range
-whose records are elsewhere.
+Each output the phase stages (its documents, each stage's decision rows, the
+captured images) goes through its own ``StageRecordsFn``, which writes each record
+into a file of that record's range: a run of records of one range in a file of its
+own (``r-<range id>-<output>-<offset of its first record>.parquet``), written under a
+temporary name and renamed into place when a record of another range comes or the
+bundle ends, with the page rows and decision rows it holds in its footer. The names
+are deterministic, so a retried bundle replaces its files rather than adding to them.
+Nothing needs the steps to be fused: fused, a range's files are in place as soon as
+the next range is read; not fused, at the end of each bundle.
 
-A marker holds the range's counters: the reader's own (namespace ``read``) and the
-page funnel of the stages after it, rebuilt from the rows staged (each stage's
-rejections and errors by reason, and what each kept), so that a resumed run's
-manifest counts the finished ranges as an uninterrupted run would.
+A rerun (``finish_ranges``) finds a range finished when its read record is there and
+its files in place hold exactly the pages (and captured images) it counted; it writes
+that range's marker (``ranges/<range id>.json``, with the reader's counters and the
+page funnel of the stages after it, rebuilt from the footers), and removes everything
+else of the phase, to be read again. So the funnel of a resumed run counts the
+finished ranges as an uninterrupted run would.
 """
 
 from __future__ import annotations
@@ -42,11 +39,24 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 from apache_beam.pvalue import TaggedOutput
 
-from mmcurate.schemas import KIND_REJECTED, SUBJECT_PAGE, CapturedImage, Decision, Document
+from mmcurate.schemas import KIND_REJECTED, SUBJECT_PAGE, Decision, Document
 from mmcurate.stages.config import ReadConfig
-from mmcurate.stages.engines.staging_files import RangeFiles, TableFormat, in_range, range_id, remove_marker
+from mmcurate.stages.engines.staging_files import (
+    STAGED,
+    TableFormat,
+    TableWriter,
+    marker_path,
+    range_id,
+    range_part,
+    range_parts,
+    read_record_path,
+    read_records,
+    stale_files,
+    write_marker,
+)
 from mmcurate.stages.engines.warc.index_pointers import PointerBatch
-from mmcurate.stages.read import IMAGES, RANGES, ReadChunkFn, ReadFilesInOrderFn
+from mmcurate.stages.read import IMAGES, ReadChunkFn, ReadFilesInOrderFn
+from mmcurate.stages.read import STAGE as READ_STAGE
 from mmcurate.stages.read_index import ReadBatchFn
 from mmcurate.stages.results import COUNTER_KEPT, ERRORS, REJECTED, error_counter, rejected_counter
 
@@ -61,20 +71,6 @@ CAPTURED = "captured"
 # it out of the funnel's counters and reports it per phase.
 NAMESPACE = "staging"
 RANGES_READ = "ranges_read"
-
-
-@dataclasses.dataclass(frozen=True)
-class RangeEdge:
-    """The start (``closed`` False) or the end of one range's reading; the end says
-    what the range read (``pages``, ``captured``), the reader's counters for it and
-    other facts for its marker (``bytes`` of an index batch)."""
-
-    chunk: tuple[str, int, int]
-    closed: bool = False
-    pages: int = 0
-    captured: int = 0
-    counters: tuple[tuple[str, str, int], ...] = ()
-    facts: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,8 +89,8 @@ class RangeStaging:
 
 class _StagedReading:
     """What the staged readers share: the ranges an earlier run finished are skipped,
-    and each range read is bracketed by its ``RangeEdge`` records. Goes before the
-    reader it stages in the bases."""
+    each record read is stamped with its range, and each range read gets its read
+    record. Goes before the reader it stages in the bases."""
 
     def __init__(self, config: ReadConfig, staging: RangeStaging):
         super().__init__(config)
@@ -106,14 +102,14 @@ class _StagedReading:
         self._ranges_read = Metrics.counter(NAMESPACE, RANGES_READ)
 
     def _staged(self, chunk: tuple[str, int, int], reading: Iterator, facts: Optional[dict] = None) -> Iterator:
-        """What ``reading`` (of ``chunk``) yields, between the range's edges; nothing
-        for a range an earlier run staged: its marker holds its files and counters."""
+        """What ``reading`` (of ``chunk``) yields, stamped with the range; nothing for
+        a range an earlier run staged: its marker holds its files and counters."""
         if range_id(*chunk) in self._staging.done:
             return iter(())
-        return self._bracketed(chunk, iter(reading), facts or {})
+        return self._stamped(chunk, iter(reading), facts or {})
 
-    def _bracketed(self, chunk: tuple[str, int, int], reading: Iterator, facts: dict) -> Iterator:
-        yield TaggedOutput(RANGES, RangeEdge(chunk))
+    def _stamped(self, chunk: tuple[str, int, int], reading: Iterator, facts: dict) -> Iterator:
+        stamp = chunk[1:]
         pages = captured = 0
         counters = self._counters
         tally: dict[tuple[str, str], int] = {}
@@ -127,14 +123,17 @@ class _StagedReading:
             finally:
                 counters.tally = None
             tag = getattr(output, "tag", None)
+            record = output.value if tag is not None else output
+            record = dataclasses.replace(record, provenance=dataclasses.replace(record.provenance, range=stamp))
             if tag == IMAGES:
                 captured += 1
             elif tag in (None, REJECTED, ERRORS):
                 pages += 1
-            yield output
+            yield TaggedOutput(tag, record) if tag is not None else record
         self._ranges_read.inc()
-        read_counters = tuple((ns, name, value) for (ns, name), value in sorted(tally.items()))
-        yield TaggedOutput(RANGES, RangeEdge(chunk, True, pages, captured, read_counters, tuple(sorted(facts.items()))))
+        read = {**facts, "range": list(chunk), "pages": pages, "captured": captured,
+                "counters": [[ns, name, value] for (ns, name), value in sorted(tally.items())]}
+        write_marker(FileSystems, read_record_path(FileSystems, self._staging.phase_dir, range_id(*chunk)), read)
 
 
 class ReadStagedRangeFn(_StagedReading, ReadChunkFn):
@@ -171,139 +170,144 @@ class ReadStagedBatchFn(_StagedReading, ReadBatchFn):
         return self._staged((batch.path, batch.start, batch.end), super().process(batch), {"bytes": batch.bytes})
 
 
-class _Open:
-    """A range open in this bundle: its files, its closing edge once seen, and the
-    pages and rows staged into it."""
-
-    __slots__ = ("files", "edge", "pages", "rows")
-
-    def __init__(self, files: RangeFiles):
-        self.files = files
-        self.edge: Optional[RangeEdge] = None
-        self.pages = 0
-        self.rows: list[tuple[str, str, str, str]] = []  # (subject, stage, kind, reason) of each decision row
-
-    def complete(self, needs_captured: bool) -> bool:
-        edge = self.edge
-        return (
-            edge is not None
-            and self.pages == edge.pages
-            and (not needs_captured or self.files.rows(CAPTURED) == edge.captured)
-        )
-
-
-def range_counters(edge: RangeEdge, open_range: _Open, chain: Sequence[str]) -> dict[tuple[str, str], int]:
-    """A finished range's counters: the reader's, then each stage's page rejections
-    and errors and what it kept (``chain``: the stages in funnel order), from the rows
-    staged."""
-    counters = {(ns, name): value for ns, name, value in edge.counters}
+def range_counters(read: Mapping[str, Any], rows: Mapping[tuple, int], chain: Sequence[str]) -> dict[tuple[str, str], int]:
+    """A finished range's counters: the reader's (``read``, its read record), then each
+    stage's page rejections and errors (``rows``: (subject, stage, kind, reason) ->
+    count) and what it kept (``chain``: the stages in funnel order)."""
+    counters = {(ns, name): value for ns, name, value in read["counters"]}
     removed: dict[str, int] = {}
-    for subject, stage, kind, reason in open_range.rows:
+    for (subject, stage, kind, reason), n in rows.items():
         if subject != SUBJECT_PAGE:
             continue
+        removed[stage] = removed.get(stage, 0) + n
+        if stage == READ_STAGE:
+            continue  # the reader counted its own
         name = rejected_counter(reason) if kind == KIND_REJECTED else error_counter(reason)
-        counters[(stage, name)] = counters.get((stage, name), 0) + 1
-        removed[stage] = removed.get(stage, 0) + 1
-    kept = edge.pages
+        counters[(stage, name)] = counters.get((stage, name), 0) + n
+    kept = read["pages"]
     for stage in chain:
         kept -= removed.get(stage, 0)
-        counters[(stage, COUNTER_KEPT)] = kept
+        if kept:  # as Beam reports a counter never incremented: not at all
+            counters[(stage, COUNTER_KEPT)] = kept
     return counters
 
 
-class StageRangesFn(beam.DoFn):
-    """Stages each record into the files of its range, while the range is open in
-    this bundle (see the module docstring); any other record goes on, on the output
-    named after its table, for Beam's sink. ``rows`` gives each table's row of a
-    record (a staging table's key and pickled record, or an output table's row);
-    ``prepare`` turns a decision row into what is staged (without the rejected
-    document it carries, unless recycling needs it); ``chain`` names the stages whose
-    page funnel a marker records."""
+class _RunOfRange:
+    """The file a ``StageRecordsFn`` is filling: records of one range, in a row."""
+
+    def __init__(self, rid: str, first_offset: int, writer: TableWriter):
+        self.rid = rid
+        self.first_offset = first_offset
+        self.writer = writer
+        self.pages = 0
+        self.rows: dict[tuple[str, str, str, str], int] = {}
+
+
+class StageRecordsFn(beam.DoFn):
+    """Stages each record of one output (``table``, written as ``output``) into a file
+    of its range (see the module docstring); a record no staged reader stamped goes
+    on, for Beam's sink. ``row`` makes a record's row (a staging table's key and
+    pickled record, or an output table's row); ``prepare`` turns a decision row into
+    what is staged (without the rejected document it carries, unless recycling needs
+    it)."""
 
     def __init__(
         self,
         staging: RangeStaging,
-        doc_table: str,
-        rows: Mapping[str, Callable[[Any], dict]],
-        chain: Sequence[str],
+        table: str,
+        output: str,
+        row: Callable[[Any], dict],
         prepare: Optional[Callable[[Decision], Decision]] = None,
     ):
         self._staging = staging
-        self._doc_table = doc_table
-        self._rows = dict(rows)
-        self._chain = tuple(chain)
+        self._table = table
+        self._output = output
+        self._row = row
         self._prepare = prepare
 
-    def setup(self) -> None:
-        self._marked: dict[str, tuple[str, int, int]] = {}  # range id -> range, of those this instance marked
-
     def start_bundle(self) -> None:
-        self._open: dict[str, list[_Open]] = {}
+        self._run: Optional[_RunOfRange] = None
 
-    def process(self, item: Any) -> Iterator:
-        if isinstance(item, RangeEdge):
-            self._edge(item)
+    def process(self, record: Any) -> Iterator:
+        if self._prepare is not None:
+            record = self._prepare(record)
+        prov = record.provenance
+        if not prov.range:
+            yield record
             return
-        if isinstance(item, Document):
-            table = self._doc_table
-        elif isinstance(item, CapturedImage):
-            table = CAPTURED
-        else:
-            table = DECISIONS
-            if self._prepare is not None:
-                item = self._prepare(item)
-        prov = item.provenance
-        open_range = next((r for r in self._open.get(prov.warc_file, ()) if r.files.owns(prov.warc_file, prov.offset)), None)
-        if open_range is None:
-            self._unmark(prov.warc_file, prov.offset)
-            yield TaggedOutput(table, item)
-            return
-        open_range.files.add(table, self._rows[table](item))
-        if table == DECISIONS:
-            open_range.rows.append((item.subject, item.stage, item.kind, item.reason))
-        if table == self._doc_table or (table == DECISIONS and item.subject == SUBJECT_PAGE):
-            open_range.pages += 1
-        self._finish_if_complete(open_range)
-
-    def _edge(self, edge: RangeEdge) -> None:
-        path = edge.chunk[0]
-        if not edge.closed:
+        rid = range_id(prov.warc_file, *prov.range)
+        run = self._run
+        if run is None or run.rid != rid:
+            self._close()
             staging = self._staging
-            files = RangeFiles(FileSystems, staging.phase_dir, staging.tables, edge.chunk, staging.formats)
-            self._open.setdefault(path, []).append(_Open(files))
-            return
-        open_range = next((r for r in self._open.get(path, ()) if (r.files.start, r.files.end) == edge.chunk[1:]), None)
-        if open_range is not None:  # else its opening edge was in another bundle: its records went on
-            open_range.edge = edge
-            self._finish_if_complete(open_range)
+            final = range_part(FileSystems, staging.tables[self._table], rid, self._output, prov.offset)
+            form = staging.formats.get(self._table, STAGED)
+            run = self._run = _RunOfRange(rid, prov.offset, TableWriter(FileSystems, final, form))
+        run.writer.add(self._row(record))
+        if isinstance(record, Decision):
+            key = (record.subject, record.stage, record.kind, record.reason)
+            run.rows[key] = run.rows.get(key, 0) + 1
+            if record.subject == SUBJECT_PAGE:
+                run.pages += 1
+        elif isinstance(record, Document):
+            run.pages += 1
 
-    def _finish_if_complete(self, open_range: _Open) -> None:
-        if not open_range.complete(self._staging.needs_captured):
-            return
-        files, edge = open_range.files, open_range.edge
-        self._open[files.path].remove(open_range)
-        facts = {**dict(edge.facts), "pages": edge.pages, "captured": edge.captured}
-        files.finish(True, range_counters(edge, open_range, self._chain), facts)
-        self._marked[files.rid] = (files.path, files.start, files.end)
-
-    def _unmark(self, warc_file: str, offset: int) -> None:
-        """A record outside every open range: a range this instance marked that holds
-        it is no longer whole, so its marker goes (a rerun reads it again)."""
-        for rid in [rid for rid, chunk in self._marked.items() if in_range(chunk, warc_file, offset)]:
-            remove_marker(FileSystems, self._staging.phase_dir, rid)
-            del self._marked[rid]
+    def _close(self) -> None:
+        run, self._run = self._run, None
+        if run is not None:
+            rows = [[*key, n] for key, n in sorted(run.rows.items())]
+            run.writer.commit({"pages": run.pages, "rows": rows})
 
     def finish_bundle(self) -> None:
-        # Ranges still open: their files go in place without a marker (a rerun reads them again).
-        for ranges in self._open.values():
-            for open_range in ranges:
-                open_range.files.finish(False, {}, {})
-        self._open = {}
+        self._close()
 
     def teardown(self) -> None:
-        for ranges in getattr(self, "_open", {}).values():
-            for open_range in ranges:
-                open_range.files.abandon()
+        run = getattr(self, "_run", None)
+        if run is not None:
+            run.writer.abandon()
+
+
+def whole_ranges(phase_dir: str, tables: Sequence[str], needs_captured: bool, chain: Sequence[str]):
+    """The ranges of a first phase whose read record is there and whose files in place
+    hold every page (and captured image) it counted: range id -> its marker (with
+    ``range_counters``); and the read records and range parts found."""
+    fs = FileSystems
+    reads = read_records(fs, phase_dir)
+    parts = range_parts(fs, phase_dir, tables)
+    whole = {}
+    for rid, read in reads.items():
+        mine = parts.get(rid, [])
+        pages = sum(p.pages for p in mine)
+        captured = sum(p.num_rows for p in mine if p.table == CAPTURED)
+        if pages != read["pages"] or (needs_captured and captured != read["captured"]):
+            continue
+        rows: dict[tuple, int] = {}
+        for part in mine:
+            for subject, stage, kind, reason, n in part.rows:
+                key = (subject, stage, kind, reason)
+                rows[key] = rows.get(key, 0) + n
+        counters = range_counters(read, rows, chain)
+        tables_rows = {t: sum(p.num_rows for p in mine if p.table == t) for t in sorted({p.table for p in mine})}
+        whole[rid] = {**read, "counters": [[ns, name, v] for (ns, name), v in sorted(counters.items())], "tables": tables_rows}
+    return whole, reads, parts
+
+
+def finish_ranges(phase_dir: str, tables: Sequence[str], needs_captured: bool, chain: Sequence[str]) -> dict[str, dict]:
+    """What a killed run left of a first phase: the ranges it finished
+    (``whole_ranges``) get their markers, and every other file of its tables and every
+    other read record is removed, to be read again. Returns the markers: range id ->
+    marker."""
+    fs = FileSystems
+    finished, reads, parts = whole_ranges(phase_dir, tables, needs_captured, chain)
+    for rid, marker in finished.items():
+        write_marker(fs, marker_path(fs, phase_dir, rid), marker)
+    stale = [p.path for rid, ps in parts.items() if rid not in finished for p in ps]
+    stale += stale_files(fs, phase_dir, tables, finished)
+    stale += [read_record_path(fs, phase_dir, rid) for rid in reads if rid not in finished]
+    stale = sorted(set(stale))
+    if stale:
+        fs.delete(stale)
+    return finished
 
 
 def without_document(decision: Decision) -> Decision:

@@ -7,11 +7,12 @@ zstd-compressed in the file). Row groups hold at most ``ROWS_PER_UNIT`` records;
 records are spread over workers and at which verdicts are joined back.
 
 Two writers fill a table: Beam's Parquet sink (``stages/staging.py``: files named
-``part-*``) and, in the first phase of ``mmcurate run``, ``RangeFiles``: the records
-of one input range in one file per table, ``r-<range id>.parquet``, written under a
-temporary name and renamed when the range is done, followed by the range's
-*marker* (``ranges/<range id>.json``: what it staged and its counters), so a file
-with a final name is whole and a marker says its range is finished.
+``part-*``) and, in the first phase of ``mmcurate run``, ``TableWriter``: runs of the
+records of one input range, ``r-<range id>-<output>-<first offset>.parquet``, each
+written under a temporary name and renamed when done, its page and decision rows
+counted in its footer (``range_parts``). Beside the tables, each range read has its
+read record (``reads/<range id>.json``) and each range found whole on a rerun its
+*marker* (``ranges/<range id>.json``: what it staged and its counters).
 
 Plain pyarrow and pickle. Paths go through a filesystem the caller hands in
 (Beam's ``FileSystems``: ``open``, ``create``, ``rename``, ``delete``, ``match``,
@@ -37,7 +38,7 @@ ROWS_PER_UNIT = 256
 ROW_GROUP_BYTES = 8 * 1024 * 1024
 _KEY_SEP = "\x00"
 
-RANGE_PREFIX = "r-"  # a range's file in a staging table: r-<range id>.parquet
+RANGE_PREFIX = "r-"  # a range's file in a staging table: r-<range id>-<output>-<first offset>.parquet
 MARKERS = "ranges"  # the directory of range markers, beside the tables
 _TMP = ".tmp-"
 
@@ -123,31 +124,16 @@ def read_unit(fs, unit: str) -> Iterator[Any]:
 # -- one input range's files and its marker -----------------------------------------------
 
 
+RANGE_ID_CHARS = 20
+
+
 def range_id(path: str, start: int, end: int) -> str:
     """A name for the byte range ``[start, end)`` of ``path`` (end -1: to the end)."""
-    return hashlib.sha256(f"{path}\x00{start}\x00{end}".encode("utf-8")).hexdigest()[:20]
-
-
-def range_file(fs, table_dir: str, rid: str) -> str:
-    return fs.join(table_dir, f"{RANGE_PREFIX}{rid}.parquet")
+    return hashlib.sha256(f"{path}\x00{start}\x00{end}".encode("utf-8")).hexdigest()[:RANGE_ID_CHARS]
 
 
 def marker_path(fs, phase_dir: str, rid: str) -> str:
     return fs.join(phase_dir, MARKERS, f"{rid}.json")
-
-
-def in_range(chunk: tuple[str, int, int], warc_file: str, offset: int) -> bool:
-    """Whether the record at ``offset`` of ``warc_file`` lies in the range ``chunk``."""
-    path, start, end = chunk
-    return warc_file == path and offset >= start and (end < 0 or offset < end)
-
-
-def remove_marker(fs, phase_dir: str, rid: str) -> None:
-    """Removes a range's marker, if it has one (a record of the range turned up
-    outside its files): a rerun reads the range again."""
-    marker = marker_path(fs, phase_dir, rid)
-    if fs.exists(marker):
-        fs.delete([marker])
 
 
 @dataclass(frozen=True)
@@ -170,11 +156,14 @@ def _staged_bytes(row: dict) -> int:
 STAGED = TableFormat(STAGED_SCHEMA, record_bytes=_staged_bytes)
 
 
-class _TableWriter:
+class TableWriter:
     """Rows of one table to a temporary file, a row group per ``rows_per_group`` rows
-    (for staging tables: a unit, ``ROWS_PER_UNIT`` rows or ``ROW_GROUP_BYTES``)."""
+    (for staging tables: a unit, ``ROWS_PER_UNIT`` rows or ``ROW_GROUP_BYTES``);
+    ``commit`` closes it with facts in its footer and renames it to ``final``, replacing
+    a file of that name an earlier attempt left."""
 
     def __init__(self, fs, final: str, form: TableFormat = STAGED):
+        self._fs = fs
         self.final = final
         self.temp = f"{final[: -len('.parquet')]}{_TMP}{uuid.uuid4().hex[:8]}.parquet"
         self._form = form
@@ -199,81 +188,81 @@ class _TableWriter:
             self._writer.write_table(pa.Table.from_pylist(self._rows, schema=self._form.schema))
             self._rows, self._bytes = [], 0
 
-    def close(self) -> None:
+    def commit(self, facts: Mapping[str, Any]) -> None:
         self._flush()
+        self._writer.add_key_value_metadata({FACTS_KEY: json.dumps(facts, sort_keys=True)})
         self._writer.close()
         self._fh.close()
-
-
-class RangeFiles:
-    """The staged records of one input range ``(path, start, end)``: one file per
-    table (``tables``: table name -> its directory), opened on the first record.
-
-    ``owns`` says whether a record (by its provenance) lies in the range. ``finish``
-    closes the files and renames them into place; with ``complete`` it then writes
-    the range's marker, last, so a marker always names whole files. A table is
-    written in its ``formats`` entry (default: a staging table's ``STAGED``)."""
-
-    def __init__(
-        self,
-        fs,
-        phase_dir: str,
-        tables: Mapping[str, str],
-        chunk: tuple[str, int, int],
-        formats: Optional[Mapping[str, TableFormat]] = None,
-    ):
-        self._fs = fs
-        self.phase_dir = phase_dir
-        self._tables = dict(tables)
-        self._formats = dict(formats or {})
-        self.path, self.start, self.end = chunk
-        self.rid = range_id(*chunk)
-        self._writers: dict[str, _TableWriter] = {}
-
-    def owns(self, warc_file: str, offset: int) -> bool:
-        return in_range((self.path, self.start, self.end), warc_file, offset)
-
-    def add(self, table: str, row: dict) -> None:
-        writer = self._writers.get(table)
-        if writer is None:
-            final = range_file(self._fs, self._tables[table], self.rid)
-            writer = self._writers[table] = _TableWriter(self._fs, final, self._formats.get(table, STAGED))
-        writer.add(row)
-
-    def rows(self, table: str) -> int:
-        writer = self._writers.get(table)
-        return writer.rows if writer is not None else 0
-
-    def finish(self, complete: bool, counters: Mapping[tuple[str, str], int], facts: Mapping[str, Any]) -> None:
         fs = self._fs
-        for writer in self._writers.values():
-            writer.close()
-        # A file of this range left by an earlier attempt is replaced (or removed, when
-        # this attempt staged nothing for that table).
-        stale = [range_file(fs, d, self.rid) for t, d in self._tables.items() if t not in self._writers]
-        stale = [p for p in stale if fs.exists(p)]
-        if stale:
-            fs.delete(stale)
-        for writer in self._writers.values():
-            if fs.exists(writer.final):
-                fs.delete([writer.final])
-            fs.rename([writer.temp], [writer.final])
-        if complete:
-            marker = {
-                "range": [self.path, self.start, self.end],
-                "tables": {t: w.rows for t, w in sorted(self._writers.items())},
-                "counters": [[ns, name, value] for (ns, name), value in sorted(counters.items())],
-                **facts,
-            }
-            write_marker(fs, marker_path(fs, self.phase_dir, self.rid), marker)
+        if fs.exists(self.final):
+            fs.delete([self.final])
+        fs.rename([self.temp], [self.final])
 
     def abandon(self) -> None:
-        """Closes the files of a range whose reading failed; they keep temporary names."""
-        for writer in self._writers.values():
+        """Closes the file of a failed bundle; it keeps its temporary name."""
+        try:
+            self._writer.close()
+            self._fh.close()
+        except Exception:  # the failure that got us here matters more
+            pass
+
+
+# The footer key of a range part's facts: {"pages": ..., "rows": [[subject, stage, kind, reason, n], ...]}.
+FACTS_KEY = b"mmcurate.range"
+READS = "reads"  # the directory of the read records of ranges, beside the tables
+
+
+def range_part(fs, table_dir: str, rid: str, output: str, first_offset: int) -> str:
+    """The file of a run of one range's records from one output, named by its first record."""
+    return fs.join(table_dir, f"{RANGE_PREFIX}{rid}-{output}-{first_offset}.parquet")
+
+
+def part_range_id(path: str) -> Optional[str]:
+    """The range id of a range part's (finished) file name, else None."""
+    name = path.rsplit("/", 1)[-1]
+    if not name.startswith(RANGE_PREFIX) or _TMP in name or not name.endswith(".parquet"):
+        return None
+    return name[len(RANGE_PREFIX) : len(RANGE_PREFIX) + RANGE_ID_CHARS]
+
+
+@dataclass(frozen=True)
+class RangePart:
+    path: str
+    table: str
+    num_rows: int
+    pages: int
+    rows: tuple
+
+
+def range_parts(fs, phase_dir: str, tables: Sequence[str]) -> dict[str, list[RangePart]]:
+    """The finished range parts of a phase's tables, by range id, with their footers' facts."""
+    found: dict[str, list[RangePart]] = {}
+    for table in tables:
+        for path in staged_files(fs, fs.join(phase_dir, table)):
+            rid = part_range_id(path)
+            if rid is None:
+                continue
             try:
-                writer.close()
-            except Exception:  # the failure that got us here matters more
-                pass
+                with _open(fs, path) as fh:
+                    meta = pq.ParquetFile(fh).metadata
+                facts = json.loads((meta.metadata or {}).get(FACTS_KEY, b"{}"))
+            except (OSError, ValueError, pa.ArrowException):
+                facts = {}
+            if "pages" not in facts:
+                facts = {"pages": -(1 << 40)}  # unreadable: its range is never found whole
+            found.setdefault(rid, []).append(
+                RangePart(path, table, meta.num_rows if "rows" in facts else 0, facts["pages"], tuple(map(tuple, facts.get("rows", ()))))
+            )
+    return found
+
+
+def read_record_path(fs, phase_dir: str, rid: str) -> str:
+    return fs.join(phase_dir, READS, f"{rid}.json")
+
+
+def read_records(fs, phase_dir: str) -> dict[str, dict]:
+    """The read records of a phase's ranges: range id -> record."""
+    return _json_files(fs, fs.join(phase_dir, READS, "*.json"))
 
 
 def write_marker(fs, path: str, marker: Mapping[str, Any]) -> None:
@@ -288,14 +277,19 @@ def write_marker(fs, path: str, marker: Mapping[str, Any]) -> None:
 
 def finished_ranges(fs, phase_dir: str) -> dict[str, dict]:
     """The markers of a phase's finished ranges: range id -> marker."""
-    pattern = fs.join(phase_dir, MARKERS, "*.json")
+    return _json_files(fs, fs.join(phase_dir, MARKERS, "*.json"))
+
+
+def _json_files(fs, pattern: str) -> dict[str, dict]:
     try:
         matched = fs.match([pattern])[0].metadata_list
-    except Exception:  # no markers directory on a filesystem that raises for it
+    except Exception:  # no such directory on a filesystem that raises for it
         return {}
     found = {}
     for m in sorted(matched, key=lambda m: m.path):
         name = m.path.rsplit("/", 1)[-1]
+        if _TMP in name:
+            continue
         try:
             with _open(fs, m.path) as fh:
                 found[name[: -len(".json")]] = json.loads(fh.read().decode("utf-8"))
@@ -317,9 +311,8 @@ def stale_files(fs, phase_dir: str, tables: Sequence[str], keep: Iterable[str]) 
         except Exception:
             continue
         for m in matched:
-            name = m.path.rsplit("/", 1)[-1]
-            rid = name[len(RANGE_PREFIX) : -len(".parquet")] if name.startswith(RANGE_PREFIX) else None
-            if rid is None or _TMP in name or not name.endswith(".parquet") or rid not in wanted:
+            rid = part_range_id(m.path)
+            if rid is None or rid not in wanted:
                 stale.append(m.path)
     return sorted(stale)
 

@@ -26,7 +26,8 @@ from mmcurate.pipeline import publication as out
 from mmcurate.pipeline.build import build_phase, plan_phases
 from mmcurate.pipeline.cli import main
 from mmcurate.pipeline.config import load_config
-from mmcurate.pipeline.phases import query_counters
+from mmcurate.pipeline.phases import STAGED_TABLES, query_counters
+from mmcurate.stages.range_staging import finish_ranges, whole_ranges
 from mmcurate.stages.engines import staging_files
 from mmcurate.schemas.tables import TABLES
 from shared_runs import SMALL_STAGES
@@ -104,8 +105,13 @@ def test_a_run_killed_after_its_first_phase_resumes_there_and_gives_the_same_out
 RANGE_FILES = 5
 
 
-def finished_ranges(output: Path) -> list[Path]:
-    return sorted(output.glob(".staging/*/0-read/ranges/*.json"))
+def finished_ranges(output: Path) -> list[str]:
+    """The first phase's ranges a rerun would keep: read, and their files whole in place."""
+    phases = list(output.glob(".staging/*/0-read"))
+    if not phases:
+        return []
+    whole, _, _ = whole_ranges(str(phases[0]), STAGED_TABLES, False, ("read", "extract", "heuristics"))
+    return sorted(whole)
 
 
 @pytest.fixture(scope="module")
@@ -146,8 +152,9 @@ def _first_phase(inputs: str, root: Path, done: dict) -> dict:
 
 
 def test_each_range_of_the_first_phase_is_staged_with_the_counters_beam_counted(tmp_path):
-    """The counters a range's marker records are Beam's own for that range, and a
-    range named as done is not read again."""
+    """The counters a range's marker records are Beam's own for that range (the
+    reader's, and each stage's page funnel), and a range named as done is not read
+    again."""
     for part in range(2):
         with WarcBuilder.open(tmp_path / f"part{part}.warc.gz") as warc:
             for url, payload, content_type, status in html_responses(DEMO)[part * 3 : part * 3 + 3]:
@@ -155,11 +162,12 @@ def test_each_range_of_the_first_phase_is_staged_with_the_counters_beam_counted(
     inputs = str(tmp_path / "part*.warc.gz")
     counters = _first_phase(inputs, tmp_path / "run", {})
     phase = str(tmp_path / "run" / "0-read")
-    markers = staging_files.finished_ranges(FileSystems, phase)
+    markers = finish_ranges(phase, STAGED_TABLES, False, ("read", "extract", "heuristics"))
     assert len(markers) == 2 and counters.pop(("staging", "ranges_read")) == 2
-    untimed = {k: v for k, v in counters.items() if k[1] != "micros" and k != ("read", "files")}
+    funnel = {k: v for k, v in counters.items() if k[1] != "micros" and k != ("read", "files")
+              and (k[0] == "read" or k[1] == "kept" or k[1].startswith(("rejected.", "errors.")))}
     tallied = {k: v for k, v in staging_files.summed_counters(markers.values()).items() if k[1] != "micros"}
-    assert tallied == untimed and tallied[("read", "pages")] == 6
+    assert tallied == funnel and tallied[("read", "pages")] == 6
     assert sum(m["pages"] for m in markers.values()) == 6
     # Every page is a staged document or decision row in its range's files; Beam's sink got nothing.
     staged = [r for t in ("docs", "decisions") for f in staging_files.staged_files(FileSystems, f"{phase}/{t}")
@@ -171,7 +179,8 @@ def test_each_range_of_the_first_phase_is_staged_with_the_counters_beam_counted(
     first, second = sorted(markers, key=lambda rid: markers[rid]["range"][0])
     again = _first_phase(inputs, tmp_path / "again", {first: markers[first]["pages"]})
     assert again[("staging", "ranges_read")] == 1
-    assert list(staging_files.finished_ranges(FileSystems, str(tmp_path / "again" / "0-read"))) == [second]
+    rerun = finish_ranges(str(tmp_path / "again" / "0-read"), STAGED_TABLES, False, ("read", "extract", "heuristics"))
+    assert list(rerun) == [second]
     assert again[("read", "pages")] == markers[second]["pages"]
 
 

@@ -78,13 +78,16 @@ def _tables(phase: Path) -> dict[str, list]:
 
 
 def _untimed(counters) -> dict:
-    return {k: v for k, v in counters.items() if not k[1].endswith("micros")}
+    """The page funnel of a run's counters (what a finished range's marker restores):
+    the reader's own, and each stage's kept, rejections and errors."""
+    return {k: v for k, v in counters.items() if not k[1].endswith("micros")
+            and (k[0] == "read" or k[1] == "kept" or k[1].startswith(("rejected.", "errors.")))}
 
 
 def _keep_first_range(whole: Path, resumed: Path) -> str:
     """What a run killed after its first range (in path order) leaves: that range's
-    marker and parts, copied into ``resumed``; the range id."""
-    markers = sorted(whole.glob("0-read/ranges/*.json"), key=lambda p: json.loads(p.read_text())["range"])
+    read record and parts, copied into ``resumed``; the range id."""
+    markers = sorted(whole.glob("0-read/reads/*.json"), key=lambda p: json.loads(p.read_text())["range"])
     rid = markers[0].stem
     for path in whole.glob(f"0-read/**/*{rid}*"):
         target = resumed / path.relative_to(whole)
@@ -126,7 +129,7 @@ def test_a_rerun_reads_only_the_ranges_not_finished_and_assembles_the_same_table
     with progress.ProgressMonitor(size, "r", out=shown) as monitor:
         again, report = _run(inputs, tmp_path / "again", config, monitor, index=index)
     assert report[0]["ranges"] == {"read": 1, "resumed": 1}
-    read = [p for p in (tmp_path / "again").glob("0-read/ranges/*.json") if p.stem != rid]
+    read = [p for p in (tmp_path / "again").glob("0-read/reads/*.json") if p.stem != rid]
     if case == "limit":  # the first file's 3 pages count towards the limit: 1 page of the second is read
         assert len(read) == 1 and json.loads(read[0].read_text())["pages"] == 1
     assert _untimed(again) == _untimed(counters)

@@ -1,8 +1,8 @@
-"""Staging per input range (stages/range_staging.py), driven directly: ``StageRangesFn``
-marks a range finished only when, inside the bundle that opened it, every page its
-closing edge counted was staged into the range's own files; records outside an open
-range go on to Beam's sink, and a record of a range already marked removes the
-marker (a rerun reads that range again)."""
+"""Staging per input range (stages/range_staging.py), driven directly: each output's
+``StageRecordsFn`` writes runs of one range's records into files of their own, named
+by range, output and first record, with the rows they hold in their footer; a rerun
+(``finish_ranges``) keeps a range only when its read record is there and its files
+hold every page it read, and removes everything else."""
 
 from __future__ import annotations
 
@@ -10,17 +10,17 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.pvalue import TaggedOutput
 
-from mmcurate.schemas import KIND_REJECTED, SUBJECT_IMAGE, SUBJECT_PAGE, Decision, Document, Provenance
+from mmcurate.schemas import KIND_REJECTED, SUBJECT_IMAGE, Decision, Document, Provenance
 from mmcurate.stages.engines import staging_files as sf
 from mmcurate.stages.engines.staging_files import record_key
 from mmcurate.stages.range_staging import (
     DECISIONS,
     DOCS,
-    RangeEdge,
     RangeStaging,
-    StageRangesFn,
+    StageRecordsFn,
+    finish_ranges,
+    whole_ranges,
     without_document,
 )
 
@@ -28,132 +28,128 @@ WARC = "/w/a.warc.gz"
 FIRST = (WARC, 0, 1000)
 SECOND = (WARC, 1000, -1)
 CHAIN = ("read", "extract", "heuristics")
+TABLES = (DOCS, DECISIONS)
 
 
-def _stager(phase: Path) -> StageRangesFn:
-    staging = RangeStaging(str(phase), {DOCS: str(phase / DOCS), DECISIONS: str(phase / DECISIONS)}, {}, needs_captured=False)
-    rows = {DOCS: _row(record_key), DECISIONS: _row(lambda d: d.doc_id)}
-    fn = StageRangesFn(staging, DOCS, rows, CHAIN, without_document)
-    fn.setup()
-    fn.start_bundle()
-    return fn
+def _staging(phase: Path) -> RangeStaging:
+    return RangeStaging(str(phase), {DOCS: str(phase / DOCS), DECISIONS: str(phase / DECISIONS)}, {}, needs_captured=False)
 
 
-def _row(key):
-    return lambda record: sf.to_row(record, key=key)
+def _stagers(phase: Path) -> tuple[StageRecordsFn, StageRecordsFn]:
+    docs = StageRecordsFn(_staging(phase), DOCS, "documents", lambda r: sf.to_row(r, key=record_key))
+    rows = StageRecordsFn(_staging(phase), DECISIONS, "decisions0", lambda r: sf.to_row(r, key=lambda d: d.doc_id),
+                          without_document)
+    for fn in (docs, rows):
+        fn.start_bundle()
+    return docs, rows
 
 
-def _document(offset: int) -> Document:
-    return Document(f"p{offset}", f"http://x/{offset}", Provenance(WARC, offset=offset))
+def _prov(chunk, offset: int) -> Provenance:
+    return Provenance(WARC, offset=offset, range=chunk[1:])
 
 
-def _page_row(offset: int, stage: str = "heuristics", reason: str = "gopher.too_few_words") -> Decision:
-    return Decision(f"p{offset}", f"http://x/{offset}", stage, KIND_REJECTED, reason, Provenance(WARC, offset=offset),
-                    subject=SUBJECT_PAGE)
+def _document(chunk, offset: int) -> Document:
+    return Document(f"p{offset}", f"http://x/{offset}", _prov(chunk, offset))
 
 
-def _image_row(offset: int) -> Decision:
-    """The decision row of an image node taken out of the page at ``offset``."""
-    return Decision(
-        f"img{offset}", f"http://x/{offset}.png", "extract", KIND_REJECTED, "url.blocklisted_domain",
-        Provenance(WARC, offset=offset), detail=f"document p{offset}", subject=SUBJECT_IMAGE,
-    )
+def _page_row(chunk, offset: int, document=None) -> Decision:
+    return Decision(f"p{offset}", f"http://x/{offset}", "heuristics", KIND_REJECTED, "gopher.too_few_words",
+                    _prov(chunk, offset), document=document)
 
 
-def _feed(fn: StageRangesFn, items) -> list:
-    out = []
-    for item in items:
-        out.extend(fn.process(item))
-    return out
+def _image_row(chunk, offset: int) -> Decision:
+    return Decision(f"img{offset}", f"http://x/{offset}.png", "extract", KIND_REJECTED, "url.blocklisted_domain",
+                    _prov(chunk, offset), subject=SUBJECT_IMAGE)
 
 
-def _marked(phase: Path) -> dict[str, dict]:
-    return {tuple(m["range"]): m for m in sf.finished_ranges(FileSystems, str(phase)).values()}
+def _read_record(phase: Path, chunk, pages: int) -> None:
+    """What the staged reader writes once it has read ``chunk``."""
+    sf.write_marker(FileSystems, sf.read_record_path(FileSystems, str(phase), sf.range_id(*chunk)),
+                    {"range": list(chunk), "pages": pages, "captured": 0,
+                     "counters": [["read", "pages", pages], ["read", "records.response", pages]]})
 
 
-def _closed(chunk, pages: int) -> RangeEdge:
-    return RangeEdge(chunk, True, pages, 0, (("read", "pages", pages), ("read", "records.response", pages)))
+def _feed(fn: StageRecordsFn, records) -> list:
+    return [out for record in records for out in fn.process(record)]
 
 
-def test_a_range_whose_pages_all_arrived_is_marked_as_it_closes_with_its_rows_keyed_and_counted(tmp_path):
+def _files(phase: Path, table: str) -> list[str]:
+    return [p.rsplit("/", 1)[-1] for p in sf.staged_files(FileSystems, str(phase / table))]
+
+
+def test_a_run_of_one_ranges_records_goes_in_place_when_the_next_range_begins(tmp_path):
     phase = tmp_path / "0-read"
-    fn = _stager(phase)
-    loose = _feed(fn, [RangeEdge(FIRST), _document(10), _page_row(20), _image_row(10), _closed(FIRST, 2)])
-    assert loose == []
-    [(chunk, marker)] = _marked(phase).items()  # marked before the bundle ends
-    assert chunk == FIRST and marker["pages"] == 2
-    counters = {(ns, name): v for ns, name, v in marker["counters"]}
-    assert counters == {
+    docs, _ = _stagers(phase)
+    assert _feed(docs, [_document(FIRST, 10), _document(FIRST, 20)]) == []
+    assert _files(phase, DOCS) == []  # still being written, under a temporary name
+    _feed(docs, [_document(SECOND, 1010)])
+    rid = sf.range_id(*FIRST)
+    assert _files(phase, DOCS) == [f"r-{rid}-documents-10.parquet"]
+    keys = pq.read_table(phase / DOCS / f"r-{rid}-documents-10.parquet").column("key").to_pylist()
+    assert keys == [record_key(_document(FIRST, 10)), record_key(_document(FIRST, 20))]
+    docs.finish_bundle()
+    assert _files(phase, DOCS) == sorted([f"r-{rid}-documents-10.parquet", f"r-{sf.range_id(*SECOND)}-documents-1010.parquet"])
+
+
+def test_a_range_whose_files_hold_every_page_it_read_is_finished_with_its_counters(tmp_path):
+    phase = tmp_path / "0-read"
+    docs, rows = _stagers(phase)
+    _feed(docs, [_document(FIRST, 10)])
+    _feed(rows, [_page_row(FIRST, 20, document=_document(FIRST, 20)), _image_row(FIRST, 10)])
+    docs.finish_bundle()
+    rows.finish_bundle()
+    _read_record(phase, FIRST, 2)
+    [(rid, marker)] = finish_ranges(str(phase), TABLES, False, CHAIN).items()
+    assert rid == sf.range_id(*FIRST) and marker["pages"] == 2 and marker["tables"] == {DECISIONS: 2, DOCS: 1}
+    assert {(ns, name): v for ns, name, v in marker["counters"]} == {
         ("read", "pages"): 2, ("read", "records.response"): 2, ("read", "kept"): 2, ("extract", "kept"): 2,
         ("heuristics", "rejected.gopher.too_few_words"): 1, ("heuristics", "kept"): 1,
     }
-    staged = pq.read_table(sf.range_file(FileSystems, str(phase / DOCS), sf.range_id(*FIRST))).column("key").to_pylist()
-    assert staged == [record_key(_document(10))]
-    rows = pq.read_table(sf.range_file(FileSystems, str(phase / DECISIONS), sf.range_id(*FIRST))).column("key").to_pylist()
-    assert rows == ["p20", "img10"]
+    assert sf.finished_ranges(FileSystems, str(phase)) == {rid: marker}
+    # The rejected document a decision row carried was not staged.
+    [path] = sf.staged_files(FileSystems, str(phase / DECISIONS))
+    staged = list(sf.read_unit(FileSystems, f"0:{path}"))
+    assert [r.document for r in staged] == [None, None]
 
 
-def test_records_held_back_past_the_closing_edge_complete_the_range_when_they_arrive(tmp_path):
+def test_a_range_short_of_a_page_is_removed_with_its_read_record_to_be_read_again(tmp_path):
     phase = tmp_path / "0-read"
-    fn = _stager(phase)
-    _feed(fn, [RangeEdge(FIRST), _document(10), _closed(FIRST, 2)])
-    assert _marked(phase) == {}
-    _feed(fn, [_document(20)])  # a stage that batches lets it go later in the bundle
-    assert list(_marked(phase)) == [FIRST]
+    docs, _ = _stagers(phase)
+    _feed(docs, [_document(FIRST, 10), _document(SECOND, 1010)])
+    docs.finish_bundle()
+    _read_record(phase, FIRST, 2)  # a page of it never reached its files: the run was killed
+    _read_record(phase, SECOND, 1)
+    assert list(whole_ranges(str(phase), TABLES, False, CHAIN)[0]) == [sf.range_id(*SECOND)]
+    finished = finish_ranges(str(phase), TABLES, False, CHAIN)
+    assert list(finished) == [sf.range_id(*SECOND)]
+    assert _files(phase, DOCS) == [f"r-{sf.range_id(*SECOND)}-documents-1010.parquet"]
+    assert list(sf.read_records(FileSystems, str(phase))) == [sf.range_id(*SECOND)]
 
 
-def test_a_range_still_short_of_pages_when_its_bundle_ends_keeps_its_files_without_a_marker(tmp_path):
+def test_files_of_a_range_never_read_to_its_end_are_removed(tmp_path):
     phase = tmp_path / "0-read"
-    fn = _stager(phase)
-    _feed(fn, [RangeEdge(FIRST), _document(10), _closed(FIRST, 2)])
-    fn.finish_bundle()
-    assert _marked(phase) == {}
-    # Its file is in place, read by the next phase; a rerun removes it and reads the range again.
-    path = sf.range_file(FileSystems, str(phase / DOCS), sf.range_id(*FIRST))
-    assert sf.staged_files(FileSystems, str(phase / DOCS)) == [path]
-    assert sf.stale_files(FileSystems, str(phase), (DOCS, DECISIONS), {}) == [path]
+    docs, _ = _stagers(phase)
+    _feed(docs, [_document(FIRST, 10)])
+    docs.finish_bundle()  # no read record: the reader was killed inside the range
+    assert finish_ranges(str(phase), TABLES, False, CHAIN) == {}
+    assert _files(phase, DOCS) == []
 
 
-def test_records_of_a_range_opened_in_another_bundle_go_on_to_beams_sink(tmp_path):
+def test_a_record_no_staged_reader_stamped_goes_on_to_beams_sink(tmp_path):
     phase = tmp_path / "0-read"
-    fn = _stager(phase)
-    doc, row = _document(1010), _page_row(1020)
-    loose = _feed(fn, [doc, row, RangeEdge(SECOND), _closed(SECOND, 2)])
-    assert [(o.tag, o.value) for o in loose] == [(DOCS, doc), (DECISIONS, row)]
-    assert all(isinstance(o, TaggedOutput) for o in loose)
-    fn.finish_bundle()
-    assert _marked(phase) == {}
+    docs, _ = _stagers(phase)
+    loose = Document("p1", "http://x/1", Provenance(WARC, offset=1))
+    assert _feed(docs, [loose]) == [loose]
+    docs.finish_bundle()
+    assert _files(phase, DOCS) == []
 
 
-def test_a_record_of_a_marked_range_arriving_later_removes_the_marker(tmp_path):
+def test_a_retried_bundle_replaces_its_files_instead_of_adding_to_them(tmp_path):
     phase = tmp_path / "0-read"
-    fn = _stager(phase)
-    _feed(fn, [RangeEdge(FIRST), _document(10), _closed(FIRST, 1)])
-    assert list(_marked(phase)) == [FIRST]
-    late = _image_row(10)
-    loose = _feed(fn, [late])
-    assert [o.value for o in loose] == [late]
-    assert _marked(phase) == {}
-
-
-def test_two_ranges_open_at_once_each_take_their_own_records(tmp_path):
-    phase = tmp_path / "0-read"
-    fn = _stager(phase)
-    _feed(fn, [RangeEdge(FIRST), RangeEdge(SECOND), _document(1010), _document(10), _closed(SECOND, 1)])
-    assert list(_marked(phase)) == [SECOND]
-    _feed(fn, [_closed(FIRST, 1)])
-    assert sorted(_marked(phase)) == [FIRST, SECOND]
-    for chunk, offset in ((FIRST, 10), (SECOND, 1010)):
-        path = sf.range_file(FileSystems, str(phase / DOCS), sf.range_id(*chunk))
-        assert pq.read_table(path).column("key").to_pylist() == [record_key(_document(offset))]
-
-
-def test_the_rejected_document_a_decision_row_carries_is_not_staged(tmp_path):
-    phase = tmp_path / "0-read"
-    fn = _stager(phase)
-    row = Decision("p10", "http://x/10", "heuristics", KIND_REJECTED, "gopher.too_few_words", Provenance(WARC, offset=10),
-                   document=_document(10))
-    _feed(fn, [RangeEdge(FIRST), row, _closed(FIRST, 1)])
-    path = sf.range_file(FileSystems, str(phase / DECISIONS), sf.range_id(*FIRST))
-    [record] = list(sf.read_unit(FileSystems, f"0:{path}"))
-    assert record.document is None and record.reason == "gopher.too_few_words"
+    for _ in range(2):
+        docs, _ = _stagers(phase)
+        _feed(docs, [_document(FIRST, 10), _document(FIRST, 20)])
+        docs.finish_bundle()
+    _read_record(phase, FIRST, 2)
+    assert _files(phase, DOCS) == [f"r-{sf.range_id(*FIRST)}-documents-10.parquet"]
+    assert list(finish_ranges(str(phase), TABLES, False, CHAIN)) == [sf.range_id(*FIRST)]

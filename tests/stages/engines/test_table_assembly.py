@@ -78,22 +78,23 @@ def test_a_range_writes_output_rows_in_the_tables_format(tmp_path):
     """A run's only phase writes each range's decision rows as the output table's rows."""
     phase = tmp_path / "0-read"
     form = sf.TableFormat(SCHEMAS[DECISIONS], "zstd", 2)
-    files = sf.RangeFiles(FileSystems, str(phase), {DECISIONS: str(phase / "parts" / DECISIONS)}, ("/w/a", 0, -1),
-                          {DECISIONS: form})
+    final = sf.range_part(FileSystems, str(phase / "parts" / DECISIONS), sf.range_id("/w/a", 0, -1), "decisions0", 0)
+    writer = sf.TableWriter(FileSystems, final, form)
     rows = [
         Decision(doc_id=f"d{i}", url=f"http://x/{i}", stage="read", kind=KIND_REJECTED, reason="http_status",
                  provenance=Provenance("/w/a", offset=i), subject=SUBJECT_PAGE)
         for i in range(5)
     ]
     for row in rows:
-        files.add(DECISIONS, table_row(row, DECISIONS))
-    files.finish(True, {("read", "pages"): 5}, {"pages": 5})
+        writer.add(table_row(row, DECISIONS))
+    writer.commit({"pages": 5, "rows": [[SUBJECT_PAGE, "read", KIND_REJECTED, "http_status", 5]]})
     [part] = sf.staged_files(FileSystems, str(phase / "parts" / DECISIONS))
     meta = pq.ParquetFile(part).metadata
     assert meta.num_rows == 5 and [meta.row_group(g).num_rows for g in range(meta.num_row_groups)] == [2, 2, 1]
     assert pq.read_table(part).schema.equals(SCHEMAS[DECISIONS])
     assert pq.read_table(part).column("doc_id").to_pylist() == [f"d{i}" for i in range(5)]
-    assert sf.finished_ranges(FileSystems, str(phase))[sf.range_id("/w/a", 0, -1)]["tables"] == {DECISIONS: 5}
+    [found] = sf.range_parts(FileSystems, str(phase), ["parts/" + DECISIONS])[sf.range_id("/w/a", 0, -1)]
+    assert (found.num_rows, found.pages, found.rows) == (5, 5, ((SUBJECT_PAGE, "read", KIND_REJECTED, "http_status", 5),))
 
 
 def test_the_plan_names_each_files_slices_of_the_parts_and_writing_files_apart_gives_the_same_files(tmp_path):
