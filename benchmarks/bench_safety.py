@@ -1,15 +1,33 @@
-"""Cost of the safety steps per document, against the text path they ride on.
+"""Cost of the safety steps: the adult URL lists' lookup and memory, and the safety
+steps per document against the text path they ride on.
 
-1. Reads the pages of the given WARCs (Beam DirectRunner, in-process).
-2. Times, in this one process, per page: the text path -- extraction (the configured
-   extractor, in-process) and the heuristics stage's steps without the safety block
-   -- and the safety steps on the same page and document: the page URL and every
-   image URL against adult lists (the test lists plus 100,000 generated domains, so
-   the lookup is not timed on a toy set), the flagged-word document and node rules
-   (language as the heuristics stage sets it), and personal-data redaction.
-3. Prints CPU microseconds per document for each, and the safety steps' share of the
-   text path (the goal: under 5%).
+**Lookup** (``--lookup`` runs this part only):
 
+1. In a fresh process, the default ``safety.urls`` lists (the shipped UT1 adult list:
+   4.6 million domains and 19,586 URL prefixes) are loaded as a worker loads them
+   (``stages.safety.load_blocklist``); the process's resident memory before and
+   after is the memory the loaded lists cost (the goal: at most 150 MB).
+2. 100,000 raw URLs, seeded: 5% on listed domains (a listed domain under a random
+   subdomain or ``www.``, with a path), 1% under listed URL prefixes, the rest on
+   made-up hosts under common suffixes (``.com``, ``.co.uk``, ``.com.br``, ...),
+   with paths, queries and some ports and user names, as pages and image URLs
+   are written.
+3. Each URL is looked up from the raw string (``unsafe_urls.page_url``: host
+   parsed, every list consulted, the verdict made) and timed on its own
+   (``time.perf_counter_ns``, its own overhead included); prints the median and
+   p99 (the goal: under 2 us each), the mean over a plain loop, and how many URLs
+   each list refused.
+
+**Per document** (the default, after the lookup): reads the pages of the given
+WARCs (Beam DirectRunner, in-process) and times, per page, the text path --
+extraction (the configured extractor, in-process) and the heuristics stage's steps
+without the safety block -- and the safety steps on the same page and document:
+the page URL and every image URL against the default lists, the flagged-word
+document and node rules (language as the heuristics stage sets it), and
+personal-data redaction. Prints CPU microseconds per document for each, and the
+safety steps' share of the text path (the goal: under 5%).
+
+    .venv/bin/python benchmarks/bench_safety.py --lookup
     .venv/bin/python benchmarks/bench_safety.py
     .venv/bin/python benchmarks/bench_safety.py --repeat 5 tests/fixtures/warc/demo.warc.gz
 """
@@ -17,8 +35,14 @@
 from __future__ import annotations
 
 import argparse
+import gzip
+import json
+import os
 import pickle
+import random
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -36,7 +60,7 @@ from mmcurate.stages.engines.extraction.page_documents import page_metadata
 from mmcurate.stages.engines.extraction.registry import load_extractor
 from mmcurate.stages.heuristics import heuristic_steps, load_flagged_words
 from mmcurate.stages.read import ReadWarc
-from mmcurate.stages.safety import read_list_files, redactor
+from mmcurate.stages.safety import load_blocklist, redactor
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_WARCS = [
@@ -44,7 +68,7 @@ DEFAULT_WARCS = [
     ROOT / "tests/fixtures/warc/demo.warc.gz",
     ROOT / "tests/fixtures/warc/books.toscrape.warc",
 ]
-LISTS = ROOT / "tests/fixtures/lists/adult"
+LOOKUP_URLS = 100_000
 
 
 def read_pages(warcs: list[Path]) -> list:
@@ -58,15 +82,151 @@ def read_pages(warcs: list[Path]) -> list:
 
 
 def blocklist() -> unsafe_urls.UrlBlocklist:
-    domains = read_list_files([str(LISTS / "domains")]) + [f"site{i}.adult-example.test" for i in range(100_000)]
-    return unsafe_urls.UrlBlocklist.parse(domains, read_list_files([str(LISTS / "urls")]))
+    """The default ``safety.urls`` lists, as a worker loads them."""
+    return load_blocklist(load_config().safety.urls)
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def list_memory() -> dict:
+    """Resident memory of a fresh process before and after it loads the default lists
+    (the modules the loading imports are imported before the first reading)."""
+    out = subprocess.run([sys.executable, __file__, "--child-memory"], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _child_memory() -> None:
+    import dawg  # noqa: F401  (imported before the first reading, as the worker has it)
+
+    config = load_config()
+    before = _rss_mb()
+    started = time.perf_counter()
+    lists = load_blocklist(config.safety.urls)
+    seconds = time.perf_counter() - started
+    after = _rss_mb()
+    assert lists.match("https://www.0-porno.com/") is not None
+    print(json.dumps({"before_mb": before, "after_mb": after, "load_s": seconds}))
+
+
+_WORDS = (
+    "news sport weather city garden river market school music travel photo museum recipe kitchen world data "
+    "health science library family studio house design energy forest island ocean mountain bakery vintage "
+    "auto bike coffee books paper local daily online shop store digital cloud media press review journal "
+    "blog forum wiki archive gallery event ticket hotel village county state national public open free best"
+).split()
+_SUFFIXES = ["com"] * 12 + ["org"] * 3 + ["net"] * 2 + [
+    "de", "fr", "co.uk", "it", "nl", "es", "pl", "ru", "jp", "com.br", "com.au", "ca", "in", "info", "io", "edu", "gov",
+    "cn", "com.cn", "co.jp", "ac.uk", "ch", "se", "no", "be", "at", "cz", "eu", "us", "org.uk",
+]
+
+
+def _path(rng: random.Random) -> str:
+    segments = [rng.choice(_WORDS) + (str(rng.randrange(1000)) if rng.random() < 0.3 else "") for _ in range(rng.randint(0, 5))]
+    path = "/" + "/".join(segments)
+    if rng.random() < 0.3:
+        path += rng.choice([".html", ".jpg", ".png", ".php", "/"])
+    if rng.random() < 0.2:
+        path += f"?id={rng.randrange(10**6)}&{rng.choice(_WORDS)}={rng.choice(_WORDS)}"
+    return path
+
+
+def lookup_urls(n: int, lists: unsafe_urls.UrlBlocklist, seed: int = 0) -> list[str]:
+    """``n`` raw URLs: 5% on listed domains, 1% under listed URL prefixes, the rest
+    on made-up hosts (module docstring)."""
+    rng = random.Random(seed)
+    listed = []
+    index = lists.domain_indexes[0]
+    for i, domain in enumerate(index.domains()):  # every 911th of 4.6 million: spread over the list
+        if i % 911 == 0:
+            listed.append(domain)
+    with gzip.open(unsafe_urls.shipped_list_dir() / unsafe_urls.SHIPPED_URLS, "rt", encoding="utf-8") as fh:
+        prefixes = [line.strip() for line in fh if line.strip()]
+    out = []
+    for _ in range(n):
+        draw = rng.random()
+        scheme = rng.choice(["https://", "https://", "http://"])
+        if draw < 0.05:
+            sub = rng.choice(["", "www.", "cdn.", "img.", "m.", "live."])
+            out.append(f"{scheme}{sub}{rng.choice(listed)}{_path(rng)}")
+        elif draw < 0.06:
+            out.append(f"{scheme}{rng.choice(prefixes)}{rng.choice(['', '/x', '?p=2', 'index.html'])}")
+        else:
+            labels = [rng.choice(_WORDS) + rng.choice(["", "", str(rng.randrange(100)), "-" + rng.choice(_WORDS)])]
+            if rng.random() < 0.5:
+                labels.insert(0, rng.choice(["www", "www", "en", "news", "cdn", "img", "static", "blog", "m", "shop"]))
+            host = ".".join(labels) + "." + rng.choice(_SUFFIXES)
+            if rng.random() < 0.02:
+                host = rng.choice(["user@", "User:pw@"]) + host.upper()
+            if rng.random() < 0.02:
+                host += f":{rng.choice([8080, 443, 8443])}"
+            out.append(f"{scheme}{host}{_path(rng)}")
+    return out
+
+
+def lookup(n: int = LOOKUP_URLS, passes: int = 3) -> None:
+    memory = list_memory()
+    lists = blocklist()
+    urls = lookup_urls(n, lists)
+    check = unsafe_urls.page_url
+    for url in urls[:1000]:  # warm-up
+        check(url, blocklist=lists)
+    clock = time.perf_counter_ns
+    refused: dict[str, int] = {}
+    for url in urls:
+        verdict = check(url, blocklist=lists)
+        if not verdict.keep:
+            refused[verdict.reason] = refused.get(verdict.reason, 0) + 1
+    rounds = []
+    for _ in range(passes):
+        times = []
+        for url in urls:
+            t0 = clock()
+            check(url, blocklist=lists)
+            times.append(clock() - t0)
+        rounds.append(times)
+    started = time.perf_counter()
+    for url in urls:
+        check(url, blocklist=lists)
+    mean_us = (time.perf_counter() - started) / len(urls) * 1e6
+
+    def quantiles(times: list[int]) -> str:
+        times = sorted(times)
+        return f"median {times[len(times) // 2] / 1000:.2f} us, p99 {times[int(len(times) * 0.99)] / 1000:.2f} us"
+
+    single = sorted(rounds, key=lambda times: sorted(times)[len(times) // 2])[len(rounds) // 2]
+    fastest = [min(per_url) for per_url in zip(*rounds)]
+    print(f"adult URL lists (default safety.urls: the shipped UT1 list), {len(urls):,} raw URLs, each timed on its own;")
+    print(f"  load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")
+    print(f"  lookup per URL, one pass (median pass of {passes}): {quantiles(single)}; plain loop mean {mean_us:.2f} us")
+    print(f"  lookup per URL, each URL's fastest of {passes} passes (other processes' share of the CPU left out): {quantiles(fastest)}")
+    print(f"  refused: {', '.join(f'{reason} {count:,}' for reason, count in sorted(refused.items())) or 'none'}")
+    print(
+        f"  memory of the loaded lists (fresh process, RSS): {memory['after_mb'] - memory['before_mb']:.1f} MB"
+        f" ({memory['before_mb']:.0f} -> {memory['after_mb']:.0f} MB), loaded in {memory['load_s']:.2f} s"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("warcs", nargs="*", type=Path, default=DEFAULT_WARCS)
     parser.add_argument("--repeat", type=int, default=3, help="passes over the pages (the median pass is reported)")
+    parser.add_argument("--lookup", action="store_true", help="the URL lookup and memory figures only")
+    parser.add_argument("--urls", type=int, default=LOOKUP_URLS, help="URLs looked up")
+    parser.add_argument("--passes", type=int, default=3, help="timed passes over the URLs")
+    parser.add_argument("--child-memory", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child_memory:
+        _child_memory()
+        return
+    lookup(args.urls, args.passes)
+    if args.lookup:
+        return
 
     config = load_config()
     pages = read_pages(args.warcs)

@@ -179,6 +179,10 @@ IMAGE_NSFW = "image.nsfw"  # stage scoring, subject image; stage recycle, subjec
 # extraction found it (so recycling never sees it either).
 IMAGE_BLOCKLISTED_DOMAIN = "image.blocklisted_domain"
 IMAGE_BLOCKLISTED_SUBSTRING = "image.blocklisted_substring"
+# A page or image whose URL starts with an entry of a UT1 ``urls`` list (host and path
+# prefix; the shipped UT1 adult list's): stage extract (filters/unsafe_urls.py).
+URL_BLOCKLISTED_PREFIX = "url.blocklisted_prefix"
+IMAGE_BLOCKLISTED_PREFIX = "image.blocklisted_prefix"
 
 ALL_REASONS = frozenset(
     {
@@ -293,5 +297,7 @@ ALL_REASONS = frozenset(
         IMAGE_NSFW,
         IMAGE_BLOCKLISTED_DOMAIN,
         IMAGE_BLOCKLISTED_SUBSTRING,
+        URL_BLOCKLISTED_PREFIX,
+        IMAGE_BLOCKLISTED_PREFIX,
     }
 )

@@ -11,8 +11,8 @@ from typing import Any, Mapping
 from mmcurate.filters import reasons
 from mmcurate.pipeline.config import Config
 
-_PAGE_URL_REASONS = (reasons.URL_BLOCKLISTED_DOMAIN, reasons.URL_BLOCKLISTED_SUBSTRING)
-_IMAGE_URL_REASONS = (reasons.IMAGE_BLOCKLISTED_DOMAIN, reasons.IMAGE_BLOCKLISTED_SUBSTRING)
+_PAGE_URL_REASONS = (reasons.URL_BLOCKLISTED_DOMAIN, reasons.URL_BLOCKLISTED_PREFIX, reasons.URL_BLOCKLISTED_SUBSTRING)
+_IMAGE_URL_REASONS = (reasons.IMAGE_BLOCKLISTED_DOMAIN, reasons.IMAGE_BLOCKLISTED_PREFIX, reasons.IMAGE_BLOCKLISTED_SUBSTRING)
 
 
 def nsfw_state(config: Config) -> tuple[bool, str]:
@@ -37,7 +37,9 @@ def safety_summary(config: Config, counters: Mapping[tuple[str, str], int]) -> d
     nsfw_on, why = nsfw_state(config)
     out: dict[str, Any] = {
         "urls": {
-            "enabled": bool(urls.domain_blocklists or urls.substring_blocklists),
+            "enabled": bool(urls.shipped_list or urls.domain_blocklists or urls.substring_blocklists),
+            "shipped_list": urls.shipped_list,
+            "allowed_domains": list(urls.allowed_domains),
             "domain_blocklists": list(urls.domain_blocklists),
             "substring_blocklists": list(urls.substring_blocklists),
             "images": urls.images,
@@ -93,9 +95,18 @@ def _rows(summary: Mapping[str, Any]) -> list[tuple[str, str, str]]:
         pages = sum(urls["pages_rejected"].values())
         images = sum(urls["images_dropped"].values())
         lists = len(urls["domain_blocklists"]) + len(urls["substring_blocklists"])
-        rows.append(("adult URLs", f"{lists} list file(s)", f"{pages} pages rejected before extraction, {images} images dropped"))
+        setting = ", ".join(
+            part
+            for part in (
+                "shipped UT1 adult list" if urls.get("shipped_list") else "",
+                f"{lists} list file(s)" if lists else "",
+                f"{len(urls.get('allowed_domains', ()))} allowed domain(s)" if urls.get("allowed_domains") else "",
+            )
+            if part
+        )
+        rows.append(("adult URLs", setting, f"{pages} pages rejected before extraction, {images} images dropped"))
     else:
-        rows.append(("adult URLs", "off", "safety.urls names no list"))
+        rows.append(("adult URLs", "off", "safety.urls.shipped_list is false and safety.urls names no list"))
     if fw["enabled"]:
         rows.append(
             (

@@ -1,13 +1,15 @@
 """Safety steps that belong to no single filtering stage (config section ``safety``).
 
 - ``RejectUnsafePages`` (stage ``extract``, before parsing): a page whose URL is on
-  the adult lists (``safety.urls``) is rejected with ``url.blocklisted_domain`` or
+  the adult lists (``safety.urls``: by default the UT1 adult list mmcurate ships) is
+  rejected with ``url.blocklisted_domain``, ``url.blocklisted_prefix`` or
   ``url.blocklisted_substring`` and never parsed. Its rows carry stage ``extract``
   and its counters sit in the ``extract`` namespace, so the extract stage's funnel
   (``in = kept + rejected + errors``) counts it.
 - ``DropUnsafeImages`` (stage ``extract``, right after parsing): image nodes whose
   URL is listed are removed from the document, one image decision row each
-  (``image.blocklisted_domain``, ``image.blocklisted_substring``), counted in the
+  (``image.blocklisted_domain``, ``image.blocklisted_prefix``,
+  ``image.blocklisted_substring``), counted in the
   document's ``safety.images_blocklisted`` signal. The page goes on: whether a
   page left with too few images is kept is the later stages' rule.
 - ``RedactPersonalData`` (just before write): e-mail addresses, IP addresses and
@@ -18,18 +20,24 @@
   fate depends on it; the decision rows and the WARC records (the HTML-level
   evidence) are untouched.
 
-The list files are read once per worker, in ``DoFn.setup``.
+The lists are loaded once per worker process, in ``DoFn.setup``, and held once by
+both URL steps (Beam's ``apache_beam.utils.shared.Shared``, one handle per
+``safety.urls`` setting): the shipped list costs 17 MB of memory
+(``benchmarks/bench_safety.py --lookup`` measures it).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import logging
+import threading
 import time
 from typing import Iterable, NamedTuple, Optional
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
+from apache_beam.utils.shared import Shared
 
 from mmcurate.filters import pii, unsafe_urls
 from mmcurate.filters.urls import read_entries
@@ -56,12 +64,62 @@ def read_list_files(paths) -> list[str]:
     return entries
 
 
+def load_shipped_domains() -> unsafe_urls.DomainIndex:
+    """The shipped UT1 adult list's domains (``filters/data/adult_urls_ut1/domains.dawg``)."""
+    import dawg
+
+    path = unsafe_urls.shipped_list_dir() / unsafe_urls.SHIPPED_DOMAINS
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{path}: the UT1 adult list is missing from this mmcurate installation "
+            "(the package data was not installed); reinstall mmcurate or set safety.urls.shipped_list=false"
+        )
+    return unsafe_urls.DomainIndex(dawg.CompletionDAWG().load(str(path)))
+
+
+def shipped_url_prefixes() -> list[str]:
+    """The shipped UT1 adult list's URL prefixes (``filters/data/adult_urls_ut1/urls.gz``)."""
+    path = unsafe_urls.shipped_list_dir() / unsafe_urls.SHIPPED_URLS
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        return fh.read().splitlines()
+
+
 def load_blocklist(config: UnsafeUrlsConfig) -> unsafe_urls.UrlBlocklist:
-    return unsafe_urls.UrlBlocklist.parse(read_list_files(config.domain_blocklists), read_list_files(config.substring_blocklists))
+    """Every list of ``config``, read and parsed (once per worker: ``shared_blocklist``)."""
+    indexes = [load_shipped_domains()] if config.shipped_list else []
+    return unsafe_urls.UrlBlocklist.parse(
+        read_list_files(config.domain_blocklists),
+        read_list_files(config.substring_blocklists),
+        prefix_entries=shipped_url_prefixes() if config.shipped_list else (),
+        allowed_domains=config.allowed_domains,
+        indexes=indexes,
+    )
+
+
+# One Shared handle per distinct ``safety.urls`` setting in this process, so the page
+# and image steps (and every DoFn instance of each on the worker's threads) hold one
+# copy of the lists.
+_HANDLES: dict[str, Shared] = {}
+_HANDLES_LOCK = threading.Lock()
+
+
+def shared_blocklist(config: UnsafeUrlsConfig) -> unsafe_urls.UrlBlocklist:
+    """``load_blocklist(config)``, loaded once per process and shared while any step holds it."""
+    key = config.model_dump_json()
+    with _HANDLES_LOCK:
+        handle = _HANDLES.setdefault(key, Shared())
+    return handle.acquire(lambda: load_blocklist(config))
 
 
 def check_lists(config: UnsafeUrlsConfig) -> None:
     """Fail at pipeline construction, naming the key, when a list file is missing."""
+    if config.shipped_list:
+        for name in (unsafe_urls.SHIPPED_DOMAINS, unsafe_urls.SHIPPED_URLS):
+            if not (unsafe_urls.shipped_list_dir() / name).is_file():
+                raise FileNotFoundError(
+                    f"safety.urls.shipped_list: {unsafe_urls.shipped_list_dir() / name} is missing from this "
+                    "mmcurate installation; reinstall mmcurate or set safety.urls.shipped_list=false"
+                )
     for key, paths in (("domain_blocklists", config.domain_blocklists), ("substring_blocklists", config.substring_blocklists)):
         for path in paths:
             if not FileSystems.exists(path):
@@ -69,7 +127,7 @@ def check_lists(config: UnsafeUrlsConfig) -> None:
 
 
 def has_lists(config: UnsafeUrlsConfig) -> bool:
-    return bool(config.domain_blocklists or config.substring_blocklists)
+    return bool(config.shipped_list or config.domain_blocklists or config.substring_blocklists)
 
 
 class SafetyResult(NamedTuple):
@@ -91,7 +149,7 @@ class _ListedUrlsFn(beam.DoFn):
 
     def setup(self) -> None:
         self._counters = StageCounters(URL_STAGE)
-        self._blocklist = load_blocklist(self._config)
+        self._blocklist = shared_blocklist(self._config)
 
 
 class RejectUnsafePagesFn(_ListedUrlsFn):

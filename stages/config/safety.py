@@ -13,10 +13,17 @@ from mmcurate.stages.config.base import Section as _Section
 class UnsafeUrlsConfig(_Section):
     """``safety.urls``: adult (or other unsafe) URL lists in the UT1 format
     (filters/unsafe_urls.py). Page URLs are checked before the page is parsed, in
-    stage extract (url.blocklisted_domain, url.blocklisted_substring); image URLs as soon as extraction found them (image.blocklisted_domain,
-    image.blocklisted_substring), so no later stage, recycling included, sees them.
+    stage extract (url.blocklisted_domain, url.blocklisted_prefix, url.blocklisted_substring); image URLs as soon as extraction found them (image.blocklisted_domain,
+    image.blocklisted_prefix, image.blocklisted_substring), so no later stage, recycling included, sees them.
     Files or gs://, s3:// paths, one entry a line."""
 
+    # The UT1 adult list mmcurate ships (filters/data/adult_urls_ut1/, CC BY-SA 4.0):
+    # its 4.6 million domains (and their subdomains) and 19,586 URL prefixes are
+    # refused. FineWeb's URL filter refuses the same list by default.
+    shipped_list: bool = True
+    # Domains never refused by any list, nor their subdomains: the lists' false
+    # positives (a listed domain that changed hands, a health or art site).
+    allowed_domains: tuple[str, ...] = ()
     # UT1 `domains` files: a listed domain also blocks its subdomains.
     domain_blocklists: tuple[str, ...] = ()
     # UT1 `urls` files (or plain substrings) matched against the normalised URL.

@@ -42,4 +42,19 @@ def test_nsfw_on_names_its_method_and_counts():
     assert "  NSFW images    4 images dropped, 2 documents rejected (at 1+ NSFW images), 1 pairs dropped" in lines[3]
     assert "score > 0.5" in lines[3]
     assert lines[4].startswith("  personal data  3 e-mail, 0 IP, 0 phone replaced in 2 kept documents")
-    assert lines[1] == "  adult URLs     off (safety.urls names no list)"
+    assert lines[1] == "  adult URLs     0 pages rejected before extraction, 0 images dropped  [shipped UT1 adult list]"
+
+
+def test_adult_urls_off_only_without_the_shipped_list_and_list_files():
+    config = load_config(overrides=["safety.urls.shipped_list=false"])
+    summary = safety_summary(config, {})
+    assert summary["urls"]["enabled"] is False
+    assert format_safety({"safety": summary})[1] == (
+        "  adult URLs     off (safety.urls.shipped_list is false and safety.urls names no list)"
+    )
+    allowing = load_config(overrides=["safety.urls.allowed_domains=[cosmopolitan.com]"])
+    counters = {("extract", f"rejected.{reasons.URL_BLOCKLISTED_PREFIX}"): 2}
+    lines = format_safety({"safety": safety_summary(allowing, counters)})
+    assert lines[1] == (
+        "  adult URLs     2 pages rejected before extraction, 0 images dropped  [shipped UT1 adult list, 1 allowed domain(s)]"
+    )

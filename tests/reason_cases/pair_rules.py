@@ -13,6 +13,7 @@ from functools import lru_cache
 from docfactory import PROSE, make_doc
 from mmcurate.filters import clip, nsfw, reasons
 from mmcurate.filters.language import load_language_model
+from mmcurate.filters import unsafe_urls
 from mmcurate.filters.unsafe_urls import UrlBlocklist
 from mmcurate.schemas import Document, ImageNode, Provenance, TextNode
 from mmcurate.stages.config import RecycleConfig, ScoringConfig
@@ -67,7 +68,7 @@ def clip_document(similarities: list[float], images_left: int) -> list[str]:
     return rejected_by(verdict)
 
 
-BLOCKLIST = UrlBlocklist.parse(["adult.example"], ["/porn/"])
+BLOCKLIST = UrlBlocklist.parse(["adult.example"], ["/porn/"], prefix_entries=["gallery.example.org/nsfw/"])
 
 
 def unsafe_images(src: str) -> list[str]:
@@ -94,4 +95,8 @@ CASES = [ReasonCase(code, what, lambda d=d: caption_codes(d)) for what, d, code 
                lambda: unsafe_images("https://cdn.adult.example/a.jpg")),
     ReasonCase(reasons.IMAGE_BLOCKLISTED_SUBSTRING, "an image under /porn/",
                lambda: unsafe_images("https://img.example/porn/a.jpg")),
+    ReasonCase(reasons.IMAGE_BLOCKLISTED_PREFIX, "an image under the listed URL prefix gallery.example.org/nsfw/",
+               lambda: unsafe_images("https://www.gallery.example.org/NSFW/a.jpg")),
+    ReasonCase(reasons.URL_BLOCKLISTED_PREFIX, "a page under the listed URL prefix gallery.example.org/nsfw/",
+               lambda: rejected_by(unsafe_urls.page_url("http://gallery.example.org/nsfw/12", blocklist=BLOCKLIST))),
 ]

@@ -155,6 +155,9 @@ def run(tmp_path_factory):
         ids["listed_domain"] = warc.html("https://www.adult-videos.example/harbour", article(EN, ["/a.jpg"]))
         ids["listed_substring"] = warc.html("https://forum.example.net/adult-section/42", article(EN, ["/b.jpg"]))
         ids["slang"] = warc.html("https://blog.example.com/slang", article(EN[:1] + [SLANG, SLANG2], ["/c.jpg"]))
+        # On the shipped UT1 adult list, which is on by default: a domain and a URL prefix.
+        ids["ut1_domain"] = warc.html("https://www.pornhub.com/harbour", article(EN, ["/d.jpg"]))
+        ids["ut1_prefix"] = warc.html("https://0b1-bofa.org/bofa/wb/harbour", article(EN, ["/e.jpg"]))
     out = root / "out"
     code = main(
         [
@@ -175,6 +178,8 @@ def test_end_to_end_decisions(run):
         (ids["listed_domain"], "extract", reasons.URL_BLOCKLISTED_DOMAIN),
         (ids["listed_substring"], "extract", reasons.URL_BLOCKLISTED_SUBSTRING),
         (ids["slang"], "heuristics", reasons.SAFETY_FLAGGED_WORDS),
+        (ids["ut1_domain"], "extract", reasons.URL_BLOCKLISTED_DOMAIN),
+        (ids["ut1_prefix"], "extract", reasons.URL_BLOCKLISTED_PREFIX),
     }
     images = [(r["url"], r["stage"], r["reason"]) for r in rows if r["subject"] == "image"]
     assert images == [("https://img.xxx-tube.example/t/9.jpg", "extract", reasons.IMAGE_BLOCKLISTED_DOMAIN)]
@@ -194,7 +199,8 @@ def test_end_to_end_kept_text_redacted_and_manifest(run):
     assert manifest["totals"]["conserved"]
     assert manifest["counter_mismatches"] == []
     assert manifest["stages"]["extract"]["rejected_by_reason"] == {
-        reasons.URL_BLOCKLISTED_DOMAIN: 1,
+        reasons.URL_BLOCKLISTED_DOMAIN: 2,
+        reasons.URL_BLOCKLISTED_PREFIX: 1,
         reasons.URL_BLOCKLISTED_SUBSTRING: 1,
     }
 
@@ -206,15 +212,24 @@ def test_end_to_end_safety_funnel_in_manifest_printout_and_report(run):
     out, _ = run
     manifest = json.loads((out / "manifest.json").read_text())
     safety = manifest["safety"]
-    assert safety["urls"]["pages_rejected"] == {reasons.URL_BLOCKLISTED_DOMAIN: 1, reasons.URL_BLOCKLISTED_SUBSTRING: 1}
-    assert safety["urls"]["images_dropped"] == {reasons.IMAGE_BLOCKLISTED_DOMAIN: 1, reasons.IMAGE_BLOCKLISTED_SUBSTRING: 0}
+    assert safety["urls"]["pages_rejected"] == {
+        reasons.URL_BLOCKLISTED_DOMAIN: 2,
+        reasons.URL_BLOCKLISTED_PREFIX: 1,
+        reasons.URL_BLOCKLISTED_SUBSTRING: 1,
+    }
+    assert safety["urls"]["images_dropped"] == {
+        reasons.IMAGE_BLOCKLISTED_DOMAIN: 1,
+        reasons.IMAGE_BLOCKLISTED_PREFIX: 0,
+        reasons.IMAGE_BLOCKLISTED_SUBSTRING: 0,
+    }
+    assert safety["urls"]["shipped_list"] is True
     assert (safety["flagged_words"]["documents_rejected"], safety["flagged_words"]["max_document_ratio"]) == (1, 0.01)
     # No scoring stage, no checkpoint: the manifest says the NSFW check was off, and why.
     assert safety["nsfw"]["enabled"] is False
     assert safety["nsfw"]["why"].startswith("stage scoring is not in run.stages")
     assert {k: safety["pii"][k] for k in ("documents", "email", "ip", "phone")} == {"documents": 1, "email": 1, "ip": 0, "phone": 1}
     printed = format_funnel(manifest)
-    assert "adult URLs     2 pages rejected before extraction, 1 images dropped" in printed
+    assert "adult URLs     4 pages rejected before extraction, 1 images dropped  [shipped UT1 adult list, 2 list file(s)]" in printed
     assert "NSFW images    off" in printed
     page = render(str(out))
     assert '<h2 id="safety">' in page and "1 documents rejected, 0 text nodes removed" in page
