@@ -1,5 +1,5 @@
 """What a run makes of a finished Beam pipeline: its counters, and the error raised
-when a pipeline did not finish (``phases``, ``phase_tasks``)."""
+when a pipeline did not finish (``phases``)."""
 
 from __future__ import annotations
 

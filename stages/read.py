@@ -237,10 +237,8 @@ CHUNK_BYTES = 8 * 1024 * 1024
 # A file under RANGES_PER_FILE * CHUNK_BYTES (a 512 MB WARC) is cut into about
 # RANGES_PER_FILE ranges instead, none under MIN_CHUNK_BYTES (ours): with 8 MB
 # ranges a 2 MB file was one range, read by one worker while the others waited, and
-# a worker that takes ranges as it frees up (pipeline/phase_tasks.py) still waits at
-# the end for the last range another is reading: with 16 ranges of a 118 MB file the
-# two processes of a local run finished 4.3 s apart, with 64 0.4-2.3 s (docs/scale.md).
-# A range costs one open and seek and its staging files (a few small Parquet files and a marker); and MIN_CHUNK_BYTES stays
+# smaller ranges spread one file more evenly over the workers.
+# A range costs one open and seek and its staging files (a few small Parquet files and a read record); and MIN_CHUNK_BYTES stays
 # well over pipeline.progress.SKIPPED_GAP, so that two ranges one process read apart
 # are never counted as one.
 RANGES_PER_FILE = 64

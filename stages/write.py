@@ -58,8 +58,7 @@ class WriteCorpus(beam.PTransform):
     The images and pairs tables are written (possibly empty) either way, unless
     ``given_only``: then only the tables given are written (a caller that makes the
     empty tables itself saves the eight Beam stages of two empty sinks). ``name``
-    replaces ``part`` in the files' names (pipelines writing into the same tables
-    side by side: ``pipeline/phase_tasks.py``)."""
+    replaces ``part`` in the files' names."""
 
     def __init__(self, directory: str, config: WriteConfig, label: str | None = None, given_only: bool = False,
                  name: str = "part"):
