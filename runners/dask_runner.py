@@ -19,6 +19,11 @@ side input once on the cluster before anything reads it. Metrics are still not
 collected (Beam's result raises NotImplementedError for ``metrics()``): the run
 rebuilds the funnel from the output rows (``pipeline.run.counters_from_rows``).
 
+This is the one module of mmcurate that uses Beam's private names (``_OutputHandler``,
+the runner's translation classes): ``tests/test_beam_boundary.py`` allows it here
+alone, and ``tests/runners/test_dask.py`` fails once Beam's own DaskRunner keeps the
+tags of a ParDo's outputs (defect 1), the sign that this module can go.
+
 Select it with ``--runner-preset dask`` (or
 ``--runner mmcurate.runners.dask_runner.DaskRunner --dask_client_address ...``).
 """

@@ -60,3 +60,29 @@ def test_dask_cluster_on_a_small_warc_gives_the_same_ids_rows_and_counts(small_r
     """The quick check of the Dask path (the demo WARC's run above is slow)."""
     dask_run(small_run.inputs, tmp_path / "out", cluster, "--stages", SMALL_STAGES)
     assert_same_as_direct(tmp_path / "out", small_run.output)
+
+
+
+def _note(value, directory: str) -> None:
+    Path(directory, f"{value}").write_text("")
+
+
+def test_beams_own_dask_runner_still_hands_every_output_of_a_pardo_to_each_consumer(cluster, tmp_path):
+    """Why runners/dask_runner.py exists: Beam's DaskRunner (2.77) drops the tags of a
+    ParDo's outputs, so a consumer of one tagged output sees the main output too. When
+    this fails, Beam has fixed it: the module's ParDo translation can go."""
+    import apache_beam as beam
+    from apache_beam.options.pipeline_options import PipelineOptions
+    from apache_beam.runners.dask.dask_runner import DaskRunner as BeamsDaskRunner
+
+    class SplitFn(beam.DoFn):
+        def process(self, n):
+            yield n if n % 2 else beam.pvalue.TaggedOutput("even", n)
+
+    options = PipelineOptions([f"--dask_client_address={cluster.scheduler_address}"])
+    p = beam.Pipeline(runner=BeamsDaskRunner(), options=options)
+    split = p | beam.Create(range(6)) | beam.ParDo(SplitFn()).with_outputs("even", main="odd")
+    _ = split["even"] | beam.Map(_note, str(tmp_path))
+    p.run().wait_until_finish()
+    seen = sorted(int(f.name) for f in tmp_path.iterdir())
+    assert seen == [0, 1, 2, 3, 4, 5], seen  # the evens alone, once Beam keeps the tags
