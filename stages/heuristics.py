@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import inspect
 import logging
+import threading
 from functools import partial
 from typing import Any, Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
+from apache_beam.utils.shared import Shared
 
 from mmcurate.filters import c4, content, fineweb, gopher, language, nodes, obelics, urls
 from mmcurate.filters import flagged_words as flagged
@@ -205,11 +207,27 @@ def load_flagged_words(config) -> "flagged.FlaggedWords | None":
     return flagged.load_flagged_words(config.lists_dir, fallback_language=config.fallback_language)
 
 
+# One Shared handle per identifier setting in this process: every DoFn instance on the
+# worker's threads (and recycling's caption check) holds one copy of the model.
+_IDENTIFIERS: dict[tuple[str, str], Shared] = {}
+_IDENTIFIERS_LOCK = threading.Lock()
+
+
+def shared_identifier(name: str, model_path: str = "") -> Any:
+    """``language.load_identifier(name, model_path)``, loaded once per worker process
+    (Beam's ``Shared``) and kept while any step holds it."""
+    key = (name, str(model_path or ""))
+    with _IDENTIFIERS_LOCK:
+        handle = _IDENTIFIERS.setdefault(key, Shared())
+    return handle.acquire(lambda: language.load_identifier(name, model_path))
+
+
 def build_steps(config: HeuristicsConfig) -> list[DocumentStep]:
-    """The stage's steps with their resources loaded: once per worker (DoFn setup)."""
+    """The stage's steps with their resources loaded: once per worker (DoFn setup),
+    the language identifier once per worker process."""
     return heuristic_steps(
         config,
-        language_model=language.load_identifier(config.language.identifier, config.language.model_path),
+        language_model=shared_identifier(config.language.identifier, config.language.model_path),
         blocked_domains=urls.parse_domains(read_blocklists(config.urls.domain_blocklists)),
         blocked_substrings=read_blocklists(config.urls.substring_blocklists),
         flagged_words=load_flagged_words(config.flagged_words),
