@@ -3,19 +3,21 @@
 Usage: ``nice -n 10 .venv/bin/python benchmarks/bench_langid.py [--only NAME ...] [--wmt-sentences 500]``
 
 The languages are fixed in ``LANGUAGES`` below, written before anything was measured:
-100 UDHR translations (98 languages; Serbian in both scripts, Chinese in both
-scripts) chosen for web presence and for spread over scripts and families — every
-script with a large web (Latin, Cyrillic, Greek, Armenian, Georgian, Arabic, Hebrew,
+100 UDHR translations (97 languages in mmcurate's scheme: Croatian and Serbian in
+both scripts are one ``hbs``, Chinese in both scripts one ``zh``) chosen for web
+presence and for spread over scripts and families — every script with a large web (Latin, Cyrillic, Greek, Armenian, Georgian, Arabic, Hebrew,
 Thaana, the Indic scripts, Thai, Lao, Khmer, Myanmar, Han, Kana, Hangul, Ethiopic,
 Tibetan), the right-to-left ones among them, and the close pairs an identifier has
 to tell apart (Tswana / Northern Sotho / Southern Sotho, Xhosa / Zulu, Croatian /
 Serbian, Bokmål / Danish, Czech / Slovak, Malay / Indonesian, Persian / Tajik,
 Hindi / Marathi / Nepali, Amharic / Tigrinya). Text: the ``<para>`` paragraphs of
 ``../shared/data/langid-udhr/xml/udhr_<key>.xml`` as sentences, five consecutive
-ones as a document; and the human WMT22/23 references (news, ``mt-wmt2*/txt/
+ones as a document; the human WMT22/23 references (news, ``mt-wmt2*/txt/
 references``) in cs, de, en, he, ja, ru, uk, zh, the first ``--wmt-sentences`` each,
-in five-segment documents. Every text goes through ``clean_sample`` as the stage's
-does. Expected codes are mmcurate's scheme (``canonical_language``: macrolanguages
+in five-segment documents; and the prose of ``tests/fixtures/text/`` (27 languages,
+written for mmcurate, so in no identifier's training data, which the UDHR may be: it
+is a common source of text for rare languages). Every text goes through
+``clean_sample`` as the stage's does. Expected codes are mmcurate's scheme (``canonical_language``: macrolanguages
 merged, so Croatian and Serbian are ``hbs``, Indonesian ``ms``, Bokmål ``no``).
 
 Identifiers (each measured in a child process of its own, so its memory is its own):
@@ -23,15 +25,17 @@ Identifiers (each measured in a child process of its own, so its memory is its o
 former default, for reference), ``cld2`` (``pycld2``, Apache-2.0), ``cld3``
 (``cld3-py``, Apache-2.0), ``py3langid`` (BSD-3-Clause), ``lingua`` and
 ``lingua-low`` (``lingua-language-detector``, Apache-2.0; high and low accuracy
-mode). An identifier that is not installed is skipped with a line saying so; the
-candidates were measured installed beside mmcurate, not from its dependencies.
+mode). An identifier that is not installed is skipped with a line saying so. The
+candidates that are not mmcurate's dependencies were measured from a folder of their
+own: ``pip install --target /tmp/lidcand --no-deps py3langid==0.4.0
+lingua-language-detector==2.1.1 cld3-py==3.1.0``, then ``PYTHONPATH=/tmp/lidcand``.
 
 Columns: ``right`` = top language is the expected one (macro mean over languages: each
 language weighs the same); ``kept`` = right and passing the identifier's own
 reliability rule (lid176: probability >= 0.65; heliport: its per-language
-thresholds; cld2 and cld3: their ``is_reliable`` flag; cld2 as mmcurate runs it:
-see ``filters/language.py``); ``cover`` = listed languages the identifier can name
-(its published label set), ``docs>0`` = listed languages with at least one UDHR
+thresholds; cld2 as ``filters/language.py`` runs it: reliable and at least half the
+text; cld3: its ``is_reliable``; py3langid and lingua have none, 0); ``cover`` =
+listed languages the identifier can name (its published label set), ``docs>0`` = listed languages with at least one UDHR
 document right; ``MB`` = peak resident memory of the child above its state before
 importing the identifier (load and the whole run); ``docs/s`` = 5-sentence UDHR
 documents per CPU second on one thread (process time, ``clean_sample`` excluded).
@@ -100,6 +104,7 @@ LICENCES = {
 # Old or alternative codes the libraries write, as ISO 639 has them.
 _ALIASES = {"iw": "he", "jw": "jv", "in": "id", "fil": "tl", "mo": "ro", "zh-hant": "zh", "zh-latn": "zh"}
 _NS = re.compile(r"\{[^}]*\}")
+_SENTENCE_END = re.compile(r"(?<=[.!?\u0964\u061f])\s+|(?<=[\u3002\uff01\uff1f])")
 
 
 def udhr_paragraphs(data: Path, key: str) -> list[str]:
@@ -115,6 +120,19 @@ def wmt_references(data: Path, per_language: int) -> dict[str, list[str]]:
         if lang in WMT_LANGUAGES:
             by_lang[lang] += [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     return {lang: lines[:per_language] for lang, lines in sorted(by_lang.items())}
+
+
+def fixture_prose() -> dict[str, list[str]]:
+    """Sentences of ``tests/fixtures/text/*.txt``: prose written for mmcurate in 27
+    languages, so in no identifier's training data."""
+    out = {}
+    for path in sorted((ROOT / "tests" / "fixtures" / "text").glob("*.txt")):
+        sents: list[str] = []
+        for para in path.read_text(encoding="utf-8").split("\n\n"):
+            parts = para.split() if path.stem == "th" else _SENTENCE_END.split(para)
+            sents += [p.strip() for p in parts if p.strip()]
+        out[path.stem] = sents
+    return out
 
 
 def documents(sentences: list[str], size: int = 5) -> list[str]:
@@ -146,19 +164,7 @@ def load_candidate(name: str):
             threshold = LID176_MIN_SCORE if p.threshold is None else p.threshold
             return p.language, p.score, p.score >= threshold
 
-        return identify, set(ident.languages()) if hasattr(ident, "languages") else None
-    if name == "cld2":
-        import pycld2
-
-        def identify(text: str):
-            try:
-                reliable, _, details = pycld2.detect(text, bestEffort=True)
-            except pycld2.error:
-                return "", 0.0, False
-            code = details[0][1]
-            return ("" if code == "un" else _canon(code)), details[0][2] / 100, reliable
-
-        return identify, {_canon(code) for name_, code in pycld2.LANGUAGES if name_ in pycld2.DETECTED_LANGUAGES}
+        return identify, None
     if name == "cld3":
         import gcld3
 
@@ -215,6 +221,8 @@ def measure(name: str, data: Path, wmt_sentences: int) -> dict:
         corpus[f"udhr:{key}"] = (code, prepare(sents), prepare(documents(sents)))
     for lang, sents in wmt_references(data, wmt_sentences).items():
         corpus[f"wmt:{lang}"] = (_canon(lang), prepare(sents), prepare(documents(sents)))
+    for lang, sents in fixture_prose().items():
+        corpus[f"prose:{lang}"] = (_canon(lang), prepare(sents), prepare(documents(sents)))
     base = _rss_mb("VmRSS")
     t0 = time.perf_counter()
     try:
@@ -239,11 +247,34 @@ def measure(name: str, data: Path, wmt_sentences: int) -> dict:
                 wrong = [p[0] or "-" for p in preds if p[0] != gold]
                 row["wrong"] = max(set(wrong), key=wrong.count) if wrong else ""
         rows[label] = row
+    mb = _rss_mb("VmHWM") - base
     listed = {code for _, code in LANGUAGES}
+    labels = labels if labels is not None else shipped_labels(name)
     return {
-        "name": name, "load_s": load_s, "mb": _rss_mb("VmHWM") - base, "docs_per_s": doc_n / doc_cpu,
+        "name": name, "load_s": load_s, "mb": mb, "docs_per_s": doc_n / doc_cpu,
         "cover": len(listed & labels) if labels is not None else None, "rows": rows,
     }
+
+
+def shipped_labels(name: str) -> set[str] | None:
+    """The label set of one of mmcurate's identifiers, in mmcurate's scheme (read after
+    the memory figure: heliport's is a second load of its model)."""
+    if name == "cld2":
+        import pycld2
+
+        from mmcurate.filters.language import _CLD2_CODES
+
+        return {_canon(_CLD2_CODES.get(code, code)) for lang, code in pycld2.LANGUAGES
+                if lang in pycld2.DETECTED_LANGUAGES and not code.startswith("xx-")}
+    if name == "lid176":
+        from mmcurate.filters.language import load_language_model
+
+        return {_canon(label[len("__label__"):]) for label in load_language_model().get_labels()}
+    if name == "heliport":
+        import heliport
+
+        return {_canon(code) for code in heliport.Identifier().get_confidence_all()}
+    return None
 
 
 def _macro(rows: dict, prefix: str, kind: str, col: int) -> float:
@@ -257,15 +288,16 @@ def report(results: list[dict], per_language: bool) -> None:
     print("right / kept, macro mean over languages; cover: of the listed languages, in the label set; "
           "docs>0: listed languages with a UDHR document right\n")
     print("| identifier | licence | UDHR sentences | UDHR 5-sentence docs | WMT sentences | WMT 5-segment docs "
-          f"| cover (of {n_langs}) | docs>0 | load s | MB | docs/s (1 core) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          f"| prose sentences | prose 5-sentence docs | cover (of {n_langs}) | docs>0 | load s | MB | docs/s (1 core) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         if "missing" in r:
             print(f"| {r['name']} | not installed: {r['missing']} |")
             continue
         rows = r["rows"]
         cells = [f"{_macro(rows, p, k, 1):.3f} / {_macro(rows, p, k, 2):.3f}"
-                 for p, k in (("udhr:", "sent"), ("udhr:", "doc"), ("wmt:", "sent"), ("wmt:", "doc"))]
+                 for p, k in (("udhr:", "sent"), ("udhr:", "doc"), ("wmt:", "sent"), ("wmt:", "doc"),
+                              ("prose:", "sent"), ("prose:", "doc"))]
         udhr_langs = defaultdict(int)
         for (key, code) in LANGUAGES:
             udhr_langs[code] = max(udhr_langs[code], rows[f"udhr:{key}"]["doc"][1])
@@ -277,7 +309,7 @@ def report(results: list[dict], per_language: bool) -> None:
     for r in results:
         if "missing" in r:
             continue
-        weak = [f"{label.split(':')[1]} {row['doc'][1]}/{row['doc'][0]} ({row['wrong']})"
+        weak = [f"{label} {row['doc'][1]}/{row['doc'][0]} ({row['wrong']})"
                 for label, row in r["rows"].items() if row["doc"][0] and row["doc"][1] / row["doc"][0] < 0.8]
         print(f"{r['name']}: documents below 0.8 right (most frequent wrong answer): {', '.join(weak) or 'none'}")
         if per_language:
