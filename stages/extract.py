@@ -21,6 +21,12 @@ guarded:
 - Any exception raised by the extractor is an error row whose reason is the
   exception's type name; a child that dies is ``ExtractorCrashed``.
 
+Page furniture (tables of contents, reference lists, navigation boxes, edit and
+"jump to" links, cookie and share bars) is taken out of the page before extraction
+by rules on structure (``engines/extraction/boilerplate.py``); each document records
+what each rule removed (``extract.removed.<rule>``), and the stage counts it under
+the same names.
+
 A page where the extractor finds no main content still becomes a document (with
 few or no nodes): rejecting it is the heuristics stage's decision, and its images
 may still be recycled into pairs.
@@ -37,11 +43,13 @@ import apache_beam as beam
 
 from mmcurate.schemas import Decision, Document, Page
 from mmcurate.stages.config import ExtractConfig
+from mmcurate.stages.engines.extraction.boilerplate import RULES as BOILERPLATE_RULES
 from mmcurate.stages.engines.extraction.page_documents import (
     SIGNAL_HTML_BYTES,
     SIGNAL_SECONDS,
     HtmlTooLarge,
     extract_document,
+    removed_signal,
 )
 from mmcurate.stages.engines.extraction.registry import load_extractor
 from mmcurate.stages.engines.extraction.result import Extraction, Extractor, checked
@@ -59,6 +67,13 @@ from mmcurate.stages.results import (
 log = logging.getLogger(__name__)
 
 STAGE = "extract"
+
+
+def removed_counts(doc: Document) -> dict[str, int]:
+    """Elements each boilerplate rule removed from ``doc``'s page, by counter name: the
+    signal's (``extract.removed.<rule>``), as the heuristics stage names its node
+    cleanup's counters."""
+    return {removed_signal(rule): int(doc.signals.get(removed_signal(rule), 0)) for rule in BOILERPLATE_RULES}
 
 
 class ExtractDocumentsFn(beam.DoFn):
@@ -97,6 +112,9 @@ class ExtractDocumentsFn(beam.DoFn):
             yield beam.pvalue.TaggedOutput(ERRORS, self._error_row(doc, failure))
         else:
             self._counters.kept()
+            for rule, n in removed_counts(doc).items():
+                if n:
+                    self._counters.inc(rule, n)
             yield doc
         self._counters.micros(started)
 

@@ -1,7 +1,8 @@
 """One page to one document: the page's facts and the extractor's nodes, title,
 ``hreflang`` and metadata, with what extraction measured (``extract.seconds``,
-``extract.html_bytes``, the machine-translation markers of the raw HTML). HTML over
-``max_html_bytes`` is not parsed (``HtmlTooLarge``)."""
+``extract.html_bytes``, the elements each boilerplate rule removed,
+``extract.removed.<rule>``, the machine-translation markers of the raw HTML). HTML
+over ``max_html_bytes`` is not parsed (``HtmlTooLarge``)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,11 @@ from mmcurate.stages.engines.extraction.result import Extraction, with_canonical
 
 SIGNAL_SECONDS = "extract.seconds"
 SIGNAL_HTML_BYTES = "extract.html_bytes"
+SIGNAL_REMOVED = "extract.removed"  # + ".<rule>": elements a boilerplate rule removed
+
+
+def removed_signal(rule: str) -> str:
+    return f"{SIGNAL_REMOVED}.{rule}"
 
 
 class HtmlTooLarge(Exception):
@@ -53,6 +59,7 @@ def extract_document(
         signals[SIGNAL_SECONDS] = time.perf_counter() - started
         return shell.with_signals(signals), exc
     signals[SIGNAL_SECONDS] = time.perf_counter() - started
+    signals.update({removed_signal(rule): float(n) for rule, n in extraction.removed.items()})
     # Machine-translation widgets and notices: only the raw HTML shows them.
     signals.update(page_markers(page.html, utf8))
     metadata = dict(extraction.metadata)

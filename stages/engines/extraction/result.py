@@ -23,6 +23,9 @@ class Extraction:
     hreflang: tuple[tuple[str, str], ...] = ()
     # Page facts found on the way (html_lang, author, date, sitename, ...).
     metadata: Mapping[str, str] = field(default_factory=dict)
+    # Elements taken out of the page before extraction, by rule
+    # (boilerplate.RULES: tables of contents, reference lists, share bars ...).
+    removed: Mapping[str, int] = field(default_factory=dict)
 
 
 Extractor = Callable[[str, str, ExtractConfig], Extraction]

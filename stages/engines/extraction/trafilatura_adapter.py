@@ -34,6 +34,7 @@ import logging
 from lxml import etree
 
 from mmcurate.stages.config import ExtractConfig
+from mmcurate.stages.engines.extraction.boilerplate import strip_boilerplate
 from mmcurate.stages.engines.extraction.captions import find_captions
 from mmcurate.stages.engines.extraction.html_tree import document_base, hreflang_links, page_title, parse_html, squash
 from mmcurate.stages.engines.extraction.image_placement import merge_nodes, place_images
@@ -136,6 +137,7 @@ def extract_trafilatura(html: str, url: str, config: ExtractConfig) -> Extractio
     if root is None:
         return Extraction()
     base = document_base(root, url)
+    removed = strip_boilerplate(root)
     captions = find_captions(root)
     index = index_page(root, base, config, captions.by_image)
     lead = lead_hints(root, base, url) if index.images and config.recover_images and config.lead_image else LeadHints(page_url=url)
@@ -155,4 +157,6 @@ def extract_trafilatura(html: str, url: str, config: ExtractConfig) -> Extractio
     items = builder.items
     locate_text(items, index)
     nodes = merge_nodes(items, place_images(items, index, config, lead))
-    return Extraction(nodes=tuple(nodes), title=title, hreflang=hreflang_links(root, base), metadata=metadata)
+    return Extraction(
+        nodes=tuple(nodes), title=title, hreflang=hreflang_links(root, base), metadata=metadata, removed=removed
+    )
