@@ -1,4 +1,4 @@
-"""``canonical_language`` of every label the two identifiers can return and of every
+"""``canonical_language`` of every label the three identifiers can return and of every
 ISO 639-1 code, worked out once with ``python-iso639`` (the rule is in
 ``filters/language.py``) and kept here, so that a worker does not import and load
 the ISO 639 tables (about half a CPU second) to map the same few hundred codes.
@@ -34,6 +34,8 @@ _TABLE = (
     'tso:ts tt tuk:tk tur:tr tw:ak twi:ak ty tyv tzh udm ug uig:ug uk ukr:uk und undhtml ur ura urd:ur uz '
     'uzn:uz ve vec vep vi vie:vi vls vo vol:vo vot wa war wln:wa wo wuu:zh xal xh xmf yi yid:yi yo yor:yo yrk '
     'yue:zh za zh zu zul:zu zxx '
+    # CLD2's labels that are neither ISO 639-1 codes nor the other identifiers' labels
+    'crs haw hmn kha lif mfe syr tlh zzp '
 )
 
 CANONICAL: dict[str, str] = {
