@@ -31,7 +31,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.utils.shared import Shared
 
-from mmcurate.filters import c4, content, fineweb, gopher, language, nodes, obelics, urls
+from mmcurate.filters import c4, content, fineweb, gopher, language, nodes, obelics, scripts, urls
 from mmcurate.filters import flagged_words as flagged
 from mmcurate.filters.text import TextView
 from mmcurate.stages.config import HeuristicsConfig
@@ -87,6 +87,7 @@ class SharedTextView:
 _VIEW_RULES = (
     content.min_words,
     language.annotate_language,
+    scripts.reidentify_by_script,
     gopher.quality,
     gopher.repetition,
     obelics.word_bounds,
@@ -163,6 +164,12 @@ def heuristic_steps(
     steps.append(
         partial(language.annotate_language, model=language_model, max_chars=lang.max_chars, min_line_chars=lang.min_line_chars)
     )
+    if lang.script_min_share < 1:
+        # a page whose main script its language is not written in: identified again
+        # among that script's languages (filters/scripts.py)
+        steps.append(
+            partial(scripts.reidentify_by_script, model=language_model, max_chars=lang.max_chars, min_share=lang.script_min_share)
+        )
     steps.append(partial(language.language_allowed, allowed=frozenset(lang.allowed), min_score=lang.min_score))
     # -- safety: flagged words, once the language is known (filters/flagged_words.py).
     # The document rule reads the text as extracted; the node rule then removes the

@@ -40,6 +40,11 @@ class LanguageConfig(_Section):
     # Lines shorter than this (menus, captions, bylines) are left out of the sample
     # when the page has longer ones. Ours: about one short sentence.
     min_line_chars: int = Field(default=40, ge=0)
+    # A page whose letters are at least this share of one script that its identified
+    # language is not written in (Han characters identified as English) is identified
+    # again among the languages written in that script (filters/scripts.py); 1 turns
+    # it off. Ours: the script holds the majority of the letters.
+    script_min_share: float = Field(default=0.5, ge=0, le=1)
 
     @field_validator("allowed")
     @classmethod
