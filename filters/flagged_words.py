@@ -3,7 +3,10 @@ per document and per text node, with a list per language.
 
 The lists are the LDNOOBW lists shipped in ``filters/data/flagged_words/`` (CC BY
 4.0, see the README there), chosen by the document's language (``Document.language``,
-set by language ID). Matching, on NFKC-normalised, case-folded text with whitespace
+set by language ID, and identified again when the page's script contradicts it:
+``filters/scripts.py``). The document rule counts the words of the text and of the
+page's title (``Document.title``) together: spam pages fill their title with the
+words they are found by. Matching, on NFKC-normalised, case-folded text with whitespace
 runs folded to one space:
 
 - an entry whose first (last) character belongs to a spaced script (Latin, Cyrillic,
@@ -52,7 +55,8 @@ from mmcurate.filters.verdict import Verdict, keep, reject
 from mmcurate.schemas import Document, TextNode
 
 RATIO = "safety.flagged_words.ratio"  # counted units / word units, whole document
-MATCHES = "safety.flagged_words.matches"  # entries counted in the document
+MATCHES = "safety.flagged_words.matches"  # entries counted in the document (text and title)
+TITLE_MATCHES = "safety.flagged_words.title_matches"  # of which in the title
 AMBIGUOUS = "safety.flagged_words.ambiguous"  # ambiguous entries found (counted or not)
 CHECKED = "safety.flagged_words.checked"  # 1 when a list exists for the document's language
 NODES_REMOVED = "nodes.removed.flagged_words"  # text nodes the node rule removed
@@ -211,6 +215,23 @@ def load_flagged_words(directory: str | Path = "", languages: Iterable[str] = ()
     return FlaggedWords(lists, fallback_language)
 
 
+def combine(first: Matches, second: Matches) -> Matches:
+    """The matches of two texts counted as one (an ambiguous entry in either counts
+    when either holds an entry that is not ambiguous)."""
+    if not second.entries and not second.units:
+        return first
+    entries = Counter(first.entries)
+    entries.update(second.entries)
+    return Matches(
+        first.units + second.units,
+        first.strong_units + second.strong_units,
+        first.ambiguous_units + second.ambiguous_units,
+        dict(entries),
+        first.strong + second.strong,
+        first.ambiguous + second.ambiguous,
+    )
+
+
 def _detail(language: str, matches: Matches, limit: int = 8) -> str:
     top = sorted(matches.entries.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
     return f"language={language} " + ", ".join(f"{entry}x{n}" for entry, n in top)
@@ -224,9 +245,10 @@ def document_ratio(
     max_ratio_by_language: Mapping[str, float],
     view: TextView | None = None,
 ) -> Verdict:
-    """Reject a document whose flagged-word ratio exceeds the threshold of its
-    language (``max_ratio_by_language``, else ``max_ratio``). Ambiguous entries count
-    only beside an unambiguous one. A language without a list is not checked.
+    """Reject a document whose flagged-word ratio, over its text and title together,
+    exceeds the threshold of its language (``max_ratio_by_language``, else
+    ``max_ratio``). Ambiguous entries count only beside an unambiguous one. A
+    language without a list is not checked.
     Given the document's shared ``view``, its word units are the view's (the same
     count as ``count_words``) and the matches are left in ``view.memo`` for
     ``FlaggedNodeCleanup``."""
@@ -234,10 +256,23 @@ def document_ratio(
     if wordlist is None:
         return keep(**{CHECKED: 0.0})
     if view is None:
-        matches = find(doc.text, wordlist)
+        text_matches = find(doc.text, wordlist)
     else:
-        matches = view.memo[(_SCAN, wordlist)] = find(view.text, wordlist, count_units=lambda _: view.word_count)
-    signals = {CHECKED: 1.0, RATIO: matches.ratio, MATCHES: float(matches.counted), AMBIGUOUS: float(matches.ambiguous)}
+        text_matches = view.memo[(_SCAN, wordlist)] = find(view.text, wordlist, count_units=lambda _: view.word_count)
+    title_matches = find(doc.title, wordlist) if doc.title else NO_MATCHES
+    # Once either matched, the ratio's denominator is every word of text and title.
+    if title_matches.entries and not text_matches.units:
+        text_matches = dataclasses.replace(text_matches, units=view.word_count if view is not None else count_words(doc.text))
+    elif text_matches.entries and doc.title and not title_matches.units:
+        title_matches = dataclasses.replace(NO_MATCHES, units=count_words(doc.title))
+    matches = combine(text_matches, title_matches)
+    signals = {
+        CHECKED: 1.0,
+        RATIO: matches.ratio,
+        MATCHES: float(matches.counted),
+        AMBIGUOUS: float(matches.ambiguous),
+        TITLE_MATCHES: float(title_matches.strong + (title_matches.ambiguous if matches.strong else 0)),
+    }
     threshold = max_ratio_by_language.get(wordlist.language, max_ratio)
     if matches.ratio > threshold:
         return reject(reasons.SAFETY_FLAGGED_WORDS, matches.ratio, threshold, detail=_detail(wordlist.language, matches), **signals)

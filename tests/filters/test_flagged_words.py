@@ -11,6 +11,7 @@ from docfactory import PROSE, make_doc
 from mmcurate.filters import flagged_words as fw
 from mmcurate.filters import reasons
 from mmcurate.filters.flagged_words import FlaggedNodeCleanup, document_ratio, find, load_flagged_words
+from mmcurate.filters.text import count_words
 
 TEXT_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "text"
 WORDS = load_flagged_words()
@@ -185,3 +186,31 @@ def test_shipped_lists_have_licence_provenance_and_consistent_ambiguous_entries(
         missing = [e for e in entries if e not in listed.entries]
         assert not missing, f"{path.name}: not in {code}.txt: {missing}"
         assert listed.ambiguous == frozenset(entries)
+
+
+def test_the_title_is_counted_with_the_text():
+    doc = en_doc("titled", [PROSE] * 3)
+    assert decide(doc).keep
+    spam_title = dataclasses.replace(doc, title="Hot milf porn: free xxx blowjob videos")
+    verdict = decide(spam_title)
+    assert (verdict.keep, verdict.reason) == (False, reasons.SAFETY_FLAGGED_WORDS)
+    assert verdict.signals[fw.TITLE_MATCHES] == 4.0 and verdict.signals[fw.MATCHES] == 4.0
+    # 4 words of the text's and the title's together
+    assert verdict.value == pytest.approx(4 / (count_words(doc.text) + count_words(spam_title.title)))
+    news_title = dataclasses.replace(doc, title="Porn site owner fined by the harbour authority")
+    kept = decide(news_title)
+    assert kept.keep and kept.signals[fw.TITLE_MATCHES] == 1.0
+    # the title's words join the denominator when only the text matched
+    text = en_doc("text", [PROSE] * 3 + ["Free porn."])
+    with_title = decide(dataclasses.replace(text, title="The harbour at dawn"))
+    assert decide(text).signals[fw.RATIO] == pytest.approx(1 / count_words(text.text))
+    assert with_title.signals[fw.RATIO] == pytest.approx(1 / (count_words(text.text) + 4))
+
+
+def test_chinese_title_words_are_counted_in_chinese():
+    text = (TEXT_DIR / "zh.txt").read_text(encoding="utf-8")
+    doc = en_doc("zh-title", [p for p in text.split("\n\n") if p.strip()], language="zh")
+    assert decide(doc).keep
+    verdict = decide(dataclasses.replace(doc, title="成人影片 日本无码 巨乳 激情性爱 情色小说 做爱视频 口交 肛交"))
+    assert verdict.signals[fw.TITLE_MATCHES] >= 5
+    assert verdict.signals[fw.MATCHES] == verdict.signals[fw.TITLE_MATCHES]
