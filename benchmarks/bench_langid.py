@@ -33,8 +33,8 @@ lingua-language-detector==2.1.1 cld3-py==3.1.0``, then ``PYTHONPATH=/tmp/lidcand
 Columns: ``right`` = top language is the expected one (macro mean over languages: each
 language weighs the same); ``kept`` = right and passing the identifier's own
 reliability rule (lid176: probability >= 0.65; heliport: its per-language
-thresholds; cld2 as ``filters/language.py`` runs it: reliable and at least half the
-text; cld3: its ``is_reliable``; py3langid and lingua have none, 0); ``cover`` =
+thresholds; cld2 as ``filters/language.py`` runs it: at least half of the text CLD2
+called; cld3: its ``is_reliable``; py3langid and lingua have none, 0); ``cover`` =
 listed languages the identifier can name (its published label set), ``docs>0`` = listed languages with at least one UDHR
 document right; ``MB`` = peak resident memory of the child above its state before
 importing the identifier (load and the whole run); ``docs/s`` = 5-sentence UDHR
