@@ -21,7 +21,7 @@ class LanguageConfig(_Section):
     # lid.176.ftz, shipped, CC BY-SA 3.0) or "heliport" (HeLI-OTS 2.0, heliport 1.0.1,
     # GPL-3.0: the optional extra `pip install 'mmcurate[heliport]'`). cld2 by
     # measurement (benchmarks/bench_langid.py, docs/stages.md): of 97 languages it
-    # names all, heliport 89, lid176 85; 998 of 1,000 WMT news documents right; 8 MB
+    # names all, heliport 89, lid176 85; 798 of 800 WMT news documents right; 8 MB
     # and ~21,000 documents/s where heliport holds ~880 MB; permissively licensed. Ours.
     identifier: Literal["cld2", "lid176", "heliport"] = "cld2"
     # Language codes to keep ("en", "de", "hr", ...; mapped into the scheme, so "hr"
