@@ -42,6 +42,7 @@ from typing import Optional
 from lxml import etree
 
 from mmcurate.stages.engines.extraction.html_tree import squash, tag_of
+from mmcurate.stages.engines.extraction.page_scan import scan_page
 
 TOC = "toc"
 REFERENCES = "references"
@@ -77,7 +78,6 @@ _SHARE_NAME = re.compile(r"shar(?:e|ing)|sharedaddy|addtoany|^a2a|shareaholic|sh
 _HEADINGS = ("h2", "h3", "h4", "h5", "h6")
 _PROTECTED = ("h1", "article", "main")
 _NEVER = frozenset({"html", "body", "head", "article", "main", "h1"})
-_CANDIDATES = etree.XPath("//body//*[@class or @id or @role or @aria-label] | //body//a[contains(@href, 'action=edit')]")
 
 _TOC_MAX_WORDS = 400
 _JUMP_MAX_WORDS = 20
@@ -192,7 +192,7 @@ def _previous_element(el: etree._Element) -> Optional[etree._Element]:
 
 # Any name one of the rules could take: one search per element before the rules'.
 _ANY_NAME = re.compile(
-    r"toc|content|refer|reflist|refbegin|footnote|endnote|bibliograph|fn|navbox|catlinks|authority|sistersite|edit"
+    r"toc|contents|refer|reflist|refbegin|footnote|endnote|bibliograph|fn|navbox|catlinks|authority|sistersite|edit"
     r"|jump|skip|screen-reader|cookie|consent|gdpr|onetrust|cybot|cmplz|qc-cmp|usercentrics|didomi|truste|sp_message"
     r"|cc-|shar|addtoany|a2a|ssba|social"
 )
@@ -211,13 +211,15 @@ def _may_match(el: etree._Element) -> bool:
     return "cookie" in label or (tag_of(el) == "nav" and "contents" in label)
 
 
-def strip_boilerplate(root: etree._Element) -> dict[str, int]:
+def strip_boilerplate(root: etree._Element, named: Optional[list[etree._Element]] = None) -> dict[str, int]:
     """Removes the page furniture of ``root``'s body in place (the tail text after
-    each removed element stays) and returns how many elements each rule removed."""
+    each removed element stays) and returns how many elements each rule removed.
+    ``named``: the body's elements with a name, role or label a rule may take, in
+    document order (``page_scan.scan_page(root).named``)."""
     counts = dict.fromkeys(RULES, 0)
     chosen: list[tuple[etree._Element, str]] = []
     marked: set[etree._Element] = set()
-    for el in _CANDIDATES(root):
+    for el in scan_page(root).named if named is None else named:
         if not _may_match(el):
             continue
         rule = _rule_of(el)

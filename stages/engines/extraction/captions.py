@@ -35,6 +35,7 @@ from typing import Optional
 from lxml import etree
 
 from mmcurate.stages.engines.extraction.html_tree import squash, tag_of
+from mmcurate.stages.engines.extraction.page_scan import PageScan, attached, scan_page
 
 # Class names of caption elements: any name holding "caption" (caption,
 # wp-caption-text, media-caption__text, thumbcaption, img_caption), MediaWiki's
@@ -47,11 +48,6 @@ _NOT_CAPTION_CLASS = re.compile(r"credit|copyright|photographer|attribution|byli
 # Screen-reader-only labels ("Image caption", "Image copyright"): Bootstrap's
 # sr-only / visually-hidden, WordPress's screen-reader-text, BBC's off-screen.
 _SCREEN_READER_ONLY = re.compile(r"(?:^|\s)(?:sr-only|visually-hidden|screen-reader-text|off-screen|offscreen)(?:\s|$)")
-_CANDIDATES = etree.XPath(
-    "//figcaption | //*[@class][contains(translate(@class, 'ACEGILNOPTX', 'aceginlnoptx'), 'caption')"
-    " or contains(translate(@class, 'ADEGLNTXY', 'adeglntxy'), 'gallerytext')"
-    " or contains(translate(@class, 'DEGLN', 'degln'), 'legend')]"
-)
 _NOT_INSIDE = frozenset({"img", "video", "iframe", "object", "embed", "audio", "h1", "h2", "h3", "h4", "h5", "h6"})
 _MEDIA = ("img", "video", "iframe", "object", "embed", "audio")
 _CAPTION_LEVELS = 3  # how far up from a classed caption its image is looked for
@@ -59,8 +55,6 @@ _MAX_CAPTION_CHARS = 2000  # longer than any caption: a mis-named container
 _INLINE_CAPTION_TAGS = frozenset({"em", "i", "small", "cite", "span"})
 _INLINE_CAPTION_CHARS = 300
 _INLINE_CAPTION_CONTAINERS = frozenset({"p", "div", "center", "td", "li", "dd"})
-_ARIA_HOLDERS = etree.XPath("//*[@aria-describedby or @aria-labelledby]")
-_WITH_ID = etree.XPath("//*[@id]")
 _WRAPPERS = frozenset({"a", "picture", "span"})  # around an image and nothing else
 
 
@@ -203,26 +197,30 @@ def _referenced(img: etree._Element, ids: dict[str, etree._Element]) -> list[etr
     return []
 
 
-def find_captions(root: etree._Element) -> Captions:
+def find_captions(root: etree._Element, scan: Optional[PageScan] = None) -> Captions:
     """Every image's caption (see the module doc), with the caption elements taken
-    out of ``root`` (their tails kept)."""
+    out of ``root`` (their tails kept). ``scan``: ``page_scan.scan_page(root)``, taken
+    before elements were removed from the tree (those are passed over)."""
     out = Captions()
     images = list(root.iter("img"))
     if not images:
         return out
+    scan = scan_page(root) if scan is None else scan
     by_image = out.by_image
     taken: list[etree._Element] = []
-    if _ARIA_HOLDERS(root):
-        ids = {el.get("id"): el for el in _WITH_ID(root)}
+    if any(attached(el, root) for el in scan.described):
+        ids = {name: el for name, el in scan.ids.items() if attached(el, root)}
         for img in images:
             refs = _referenced(img, ids)
             text = squash(" ".join(caption_text(el) for el in refs))
             if text and len(text) <= _MAX_CAPTION_CHARS:
                 by_image[img] = text
                 taken.extend(refs)
-    for caption in _CANDIDATES(root):
+    for caption in scan.captions:
         if tag_of(caption) != "figcaption" and not any(_CAPTION_CLASS.search(n) for n in _class_names(caption)):
             continue  # "legend" inside a longer word
+        if not attached(caption, root):
+            continue
         if _is_credit(caption) or _holds_media_or_heading(caption):
             continue
         if any(a is t for t in taken for a in caption.iterancestors()):

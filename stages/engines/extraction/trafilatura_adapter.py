@@ -40,6 +40,7 @@ from mmcurate.stages.engines.extraction.html_tree import document_base, hreflang
 from mmcurate.stages.engines.extraction.image_placement import merge_nodes, place_images
 from mmcurate.stages.engines.extraction.lead_image import LeadHints, lead_hints
 from mmcurate.stages.engines.extraction.page_index import index_page
+from mmcurate.stages.engines.extraction.page_scan import scan_page
 from mmcurate.stages.engines.extraction.result import Extraction
 from mmcurate.stages.engines.extraction.text_nodes import NodeBuilder, locate_text
 from mmcurate.stages.engines.extraction.xpath_screen import install as screen_xpaths
@@ -137,8 +138,9 @@ def extract_trafilatura(html: str, url: str, config: ExtractConfig) -> Extractio
     if root is None:
         return Extraction()
     base = document_base(root, url)
-    removed = strip_boilerplate(root)
-    captions = find_captions(root)
+    scan = scan_page(root)
+    removed = strip_boilerplate(root, scan.named)
+    captions = find_captions(root, scan)
     index = index_page(root, base, config, captions.by_image)
     lead = lead_hints(root, base, url) if index.images and config.recover_images and config.lead_image else LeadHints(page_url=url)
     metadata: dict[str, str] = {}
