@@ -6,8 +6,17 @@ progress at all times over every host it holds, at most ``per_host`` of them on
 one host, and reports each URL's ``Fetched`` the moment it is done, so no URL
 waits for another (a batch waits for its slowest; this never does).
 
-- Fairness: hosts with work take turns (round robin), so a host with thousands of
-  URLs does not starve the others; it only ever has ``per_host`` in progress.
+- robots.txt first: a host's robots.txt is asked for as soon as the host's URLs
+  arrive (``ImageFetcher.prepare_host``), and none of its URLs takes a slot before
+  it is read, so no slot waits on a robots.txt; how long it took is the host's
+  first measure of its speed.
+- Order: a free slot goes to the host with the most work left (its URLs queued and
+  in progress times the seconds each takes there: its URLs' so far, else its
+  robots.txt's), so the hosts that set the run's length (many URLs, or slow ones,
+  held to ``per_host`` at once) are kept busy from the start and the small ones
+  fill the slots left: the longest-first rule of scheduling, which keeps the wall
+  time near the larger of the per-host floor and the time of all URLs over
+  ``concurrency``.
 - Pauses: a host that answered 429 or sent ``Retry-After`` is not given another
   URL until its pause is over (``ImageFetcher.host_delay``); its queued URLs wait,
   and their deadlines do not run while they wait.
@@ -25,6 +34,8 @@ want, fetched)``, called on the loop; ``tag`` is what the submitter passed.
 from __future__ import annotations
 
 import asyncio
+import heapq
+import itertools
 import logging
 from collections import deque
 from dataclasses import dataclass, field
@@ -45,7 +56,11 @@ class _Host:
     name: str
     queue: deque = field(default_factory=deque)  # (tag, want) not started yet
     running: int = 0
-    listed: bool = False  # in the scheduler's ready list, or waiting for its pause
+    done: int = 0  # URLs finished
+    seconds: float = 0.0  # their time in progress, all together
+    preparing: bool = False  # its robots.txt is being read
+    first_seconds: float = 0.0  # how long that took
+    listed: bool = False  # in the scheduler's ready heap, or waiting for its pause
     failures: int = 0  # host faults in a row
     given_up: str = ""  # why, once given up
 
@@ -61,7 +76,10 @@ class HostScheduler:
         self._give_up_after = give_up_after
         self._on_done = on_done
         self._hosts: dict[str, _Host] = {}
-        self._ready: deque[_Host] = deque()
+        self._ready: list[tuple[float, int, _Host]] = []  # a heap: (-work left, order, host)
+        self._order = itertools.count()
+        self._done = 0
+        self._seconds = 0.0
         self._running = 0
         self._tasks: set[asyncio.Task] = set()
         self._wake: Optional[asyncio.Event] = None
@@ -76,6 +94,9 @@ class HostScheduler:
         entry = self._hosts.get(host)
         if entry is None:
             entry = self._hosts[host] = _Host(host)
+            if wants:
+                entry.preparing = True
+                self._spawn(self._prepare(entry, wants[0][0]))
         if entry.given_up:
             for want in wants:
                 self._report(tag, want, self._given_up(entry, want))
@@ -108,11 +129,22 @@ class HostScheduler:
 
     # -- scheduling --------------------------------------------------------------------
 
+    def _work_left(self, entry: _Host) -> float:
+        """Seconds of requests the host still needs: its URLs left times the time its
+        URLs took, else its robots.txt (else the mean over hosts, else 1 s)."""
+        if entry.done:
+            per_url = entry.seconds / entry.done
+        elif entry.first_seconds:
+            per_url = entry.first_seconds
+        else:
+            per_url = self._seconds / self._done if self._done else 1.0
+        return (len(entry.queue) + entry.running) * per_url
+
     def _list(self, entry: _Host) -> None:
-        """Puts a host with queued work and a free slot in the ready list."""
-        if entry.queue and entry.running < self._per_host and not entry.listed:
+        """Puts a host with queued work and a free slot in the ready heap."""
+        if entry.queue and entry.running < self._per_host and not entry.listed and not entry.preparing:
             entry.listed = True
-            self._ready.append(entry)
+            heapq.heappush(self._ready, (-self._work_left(entry), next(self._order), entry))
             if self._wake is not None:
                 self._wake.set()
 
@@ -124,7 +156,7 @@ class HostScheduler:
         assert self._wake is not None
         while True:
             while self._running < self._concurrency and self._ready:
-                entry = self._ready.popleft()
+                _, _, entry = heapq.heappop(self._ready)
                 delay = self._fetcher.host_delay(entry.name)
                 if delay > 0:  # it asked for a pause: it stays listed, and comes back then
                     asyncio.get_running_loop().call_later(delay, self._resume, entry)
@@ -136,22 +168,41 @@ class HostScheduler:
                 entry.running += 1
                 self._running += 1
                 self.peak_running = max(self.peak_running, self._running)
-                task = asyncio.ensure_future(self._run(entry, tag, want))
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
-                self._list(entry)  # to the back of the line: hosts take turns
+                self._spawn(self._run(entry, tag, want))
+                self._list(entry)  # back in the heap, by the work it has left
             self._wake.clear()
             await self._wake.wait()
 
+    def _spawn(self, coroutine) -> None:
+        task = asyncio.ensure_future(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _prepare(self, entry: _Host, url: str) -> None:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        try:
+            await self._fetcher.prepare_host(url)
+        finally:
+            entry.first_seconds = max(loop.time() - started, 1e-3)
+            entry.preparing = False
+            self._list(entry)
+
     async def _run(self, entry: _Host, tag: Any, want: Want) -> None:
+        started = asyncio.get_running_loop().time()
         try:
             fetched = await self._fetcher.fetch_first(*want)
         except Exception as exc:  # fetch never raises for a URL; this is a fault of ours
             log.warning("fetching %s failed unexpectedly: %s: %s", want[0][:200], type(exc).__name__, exc)
             fetched = Fetched(url=want[0], ok=False, reason=type(exc).__name__, detail=f"{type(exc).__name__}: {exc}"[:300])
         finally:
+            seconds = asyncio.get_running_loop().time() - started
             entry.running -= 1
+            entry.done += 1
+            entry.seconds += seconds
             self._running -= 1
+            self._done += 1
+            self._seconds += seconds
             self._list(entry)
             if self._wake is not None:
                 self._wake.set()

@@ -276,6 +276,18 @@ class ImageFetcher:
     async def fetch_all(self, urls: Sequence[str]) -> list[Fetched]:
         return list(await asyncio.gather(*(self.fetch(u) for u in urls)))
 
+    async def prepare_host(self, url: str) -> None:
+        """Reads the robots.txt of the URL's origin ahead of its URLs, when robots.txt
+        is honoured (the same cache the fetches ask); never raises."""
+        if not self._config.respect_robots:
+            return
+        try:
+            fetch_target(url)
+        except _Failure:
+            return  # the URL fails on its own, with its reason
+        self._ensure_session()
+        await self._robots.allowed(url)
+
     async def fetch_first(self, url: str, candidates: Sequence[str] = ()) -> Fetched:
         """The URL, then its other candidates (srcset, ``<picture>``) in order of
         preference, until one is retrieved; a refusal that would hold for every

@@ -308,3 +308,74 @@ def test_the_fetcher_resolves_through_the_cache_and_remembers_a_missing_host():
 
     got, calls, requests = asyncio.run(run())
     assert got == [reasons.IMAGE_CONNECTION_FAILED] * 5 and calls == ["nowhere.invalid"] and requests == 0
+
+
+# ---------------------------------------------------------------------------------
+# The order of the work: robots.txt first, the host with the most work left first
+# ---------------------------------------------------------------------------------
+
+
+class StubFetcher:
+    """Answers every URL after ``seconds``, robots.txt too; records when each URL and
+    robots.txt started and how many URLs were in progress."""
+
+    def __init__(self, seconds: float = 0.02):
+        self.seconds = seconds
+        self.started: list[tuple[float, str]] = []
+        self.prepared: dict[str, float] = {}
+        self.running = 0
+
+    def host_delay(self, host: str) -> float:
+        return 0.0
+
+    async def prepare_host(self, url: str) -> None:
+        await asyncio.sleep(self.seconds)
+        self.prepared[politeness_host(url)] = asyncio.get_running_loop().time()
+
+    async def fetch_first(self, url, candidates=()):
+        from mmcurate.stages.engines.image_fetch import Fetched
+
+        self.started.append((asyncio.get_running_loop().time(), url))
+        await asyncio.sleep(self.seconds)
+        return Fetched(url, True, b"x", attempts=1)
+
+
+def scheduled(fetcher: StubFetcher, concurrency: int, per_host: int, wants_by_host: dict[str, list]) -> list[str]:
+    async def run():
+        total = sum(len(w) for w in wants_by_host.values())
+        done: list[str] = []
+        finished = asyncio.Event()
+
+        def on_done(tag, want, fetched):
+            done.append(want[0])
+            if len(done) == total:
+                finished.set()
+
+        scheduler = HostScheduler(fetcher, concurrency, per_host, 3, on_done)
+        for host, wants in wants_by_host.items():
+            scheduler.submit(host, wants)
+        await asyncio.wait_for(finished.wait(), 10)
+        return done
+
+    return asyncio.run(run())
+
+
+def test_no_url_of_a_host_starts_before_its_robots_txt_is_read():
+    fetcher = StubFetcher(0.03)
+    wants = {f"h{h}.example": [(f"http://h{h}.example/{i}.jpg", ()) for i in range(3)] for h in range(4)}
+    scheduled(fetcher, 8, 4, wants)
+    assert set(fetcher.prepared) == set(wants)
+    for when, url in fetcher.started:
+        assert when >= fetcher.prepared[politeness_host(url)]
+
+
+def test_the_host_with_the_most_work_left_gets_the_slots_first():
+    """Two slots; one host with 8 URLs, four with one each, all as fast: the big host
+    sets the run's length, so it is kept at its limit until it has as little left as
+    the others; taking turns would start the small ones first and end later."""
+    fetcher = StubFetcher(0.02)
+    wants = {"big.example": [(f"http://big.example/{i}.jpg", ()) for i in range(8)]}
+    wants |= {f"small{h}.example": [(f"http://small{h}.example/1.jpg", ())] for h in range(4)}
+    scheduled(fetcher, 2, 2, wants)
+    first = [politeness_host(url) for _, url in sorted(fetcher.started)[:6]]
+    assert first == ["big.example"] * 6
