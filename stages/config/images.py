@@ -37,7 +37,7 @@ class ImagesConfig(_Section):
     # URLs a worker has taken on and not yet finished; above it the stage waits for
     # results before it takes more (memory stays bounded). A host with more URLs than
     # this holds its group's worker until its backlog is below it.
-    max_pending_urls: int = Field(default=10_000, gt=0)
+    max_pending_urls: int = Field(default=100_000, gt=0)
     # A host that fails this many times in a row (connection refused, a timeout while
     # a request is out, a TLS error) is given up: its remaining URLs fail at once as
     # image.host_given_up. 0: never.

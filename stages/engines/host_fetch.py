@@ -6,10 +6,11 @@ progress at all times over every host it holds, at most ``per_host`` of them on
 one host, and reports each URL's ``Fetched`` the moment it is done, so no URL
 waits for another (a batch waits for its slowest; this never does).
 
-- robots.txt first: a host's robots.txt is asked for as soon as the host's URLs
-  arrive (``ImageFetcher.prepare_host``), and none of its URLs takes a slot before
-  it is read, so no slot waits on a robots.txt; how long it took is the host's
-  first measure of its speed.
+- robots.txt first: reading a new host's robots.txt (``ImageFetcher.prepare_host``)
+  takes a slot before any URL does (the hosts with the most URLs first), and none of
+  the host's URLs takes one before it is read, so no slot waits on a robots.txt and
+  no request waits for a slot; how long it took is the host's first measure of its
+  speed.
 - Order: a free slot goes to the host with the most work left (its URLs queued and
   in progress times the seconds each takes there: its URLs' so far, else its
   robots.txt's), so the hosts that set the run's length (many URLs, or slow ones,
@@ -78,6 +79,7 @@ class HostScheduler:
         self._hosts: dict[str, _Host] = {}
         self._ready: list[tuple[float, int, _Host]] = []  # a heap: (-work left, order, host)
         self._order = itertools.count()
+        self._to_prepare: list[tuple[int, int, _Host, str]] = []  # a heap: (-URLs, order, host, a URL of it)
         self._done = 0
         self._seconds = 0.0
         self._running = 0
@@ -96,7 +98,7 @@ class HostScheduler:
             entry = self._hosts[host] = _Host(host)
             if wants:
                 entry.preparing = True
-                self._spawn(self._prepare(entry, wants[0][0]))
+                heapq.heappush(self._to_prepare, (-len(wants), next(self._order), entry, wants[0][0]))
         if entry.given_up:
             for want in wants:
                 self._report(tag, want, self._given_up(entry, want))
@@ -113,6 +115,11 @@ class HostScheduler:
         them (what a bundle that failed had submitted); call on the loop."""
         for entry in self._hosts.values():
             entry.queue.clear()
+            entry.listed = False
+        self._ready.clear()
+        for _, _, entry, _ in self._to_prepare:
+            entry.preparing = False  # its URLs will read its robots.txt themselves
+        self._to_prepare.clear()
         for task in list(self._tasks):
             task.cancel()
 
@@ -155,6 +162,10 @@ class HostScheduler:
     async def _dispatch(self) -> None:
         assert self._wake is not None
         while True:
+            while self._running < self._concurrency and self._to_prepare:
+                _, _, entry, url = heapq.heappop(self._to_prepare)
+                self._running += 1
+                self._spawn(self._prepare(entry, url))
             while self._running < self._concurrency and self._ready:
                 _, _, entry = heapq.heappop(self._ready)
                 delay = self._fetcher.host_delay(entry.name)
@@ -186,7 +197,10 @@ class HostScheduler:
         finally:
             entry.first_seconds = max(loop.time() - started, 1e-3)
             entry.preparing = False
+            self._running -= 1
             self._list(entry)
+            if self._wake is not None:
+                self._wake.set()
 
     async def _run(self, entry: _Host, tag: Any, want: Want) -> None:
         started = asyncio.get_running_loop().time()
