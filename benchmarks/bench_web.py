@@ -43,6 +43,7 @@ import argparse
 import json
 import random
 import shutil
+import subprocess
 import sys
 import time
 from collections import Counter
@@ -244,6 +245,29 @@ def run_img2dataset(python: str, url_list: Path, work: Path, settings: dict, env
     return Run(name, n, measured, server.stats(), read_i2d(out))
 
 
+# Top-level folders installed as subpackages of mmcurate (pyproject's package-dir).
+PACKAGE_DIRS = ("pipeline", "stages", "filters", "schemas", "runners")
+
+
+def snapshot(revision: str, work: Path) -> tuple[str, Path]:
+    """mmcurate as of a git revision, for a working tree others are changing:
+    ``git archive`` of it in WORK/tree and, for PYTHONPATH (ahead of the editable
+    install), WORK/path laid out as the installed package. Returns (commit, path)."""
+    commit = subprocess.run(["git", "rev-parse", "--verify", f"{revision}^{{commit}}"], cwd=ROOT, capture_output=True,
+                            text=True, check=True).stdout.strip()
+    tree, path = work / "tree", work / "path"
+    tree.mkdir()
+    archive = subprocess.run(["git", "archive", commit], cwd=ROOT, capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+    package = path / "mmcurate"
+    package.mkdir(parents=True)
+    for item in (tree / "pipeline" / "_root").iterdir():
+        (package / item.name).symlink_to(item)
+    for name in PACKAGE_DIRS:
+        (package / name).symlink_to(tree / name)
+    return commit, path
+
+
 def mmcurate_settings(args) -> list[str]:
     pairs = {
         "images.http": "true",
@@ -315,6 +339,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         help="another mmcurate config override (repeatable)")
     parser.add_argument("--runner-arg", action="append", default=[], metavar="ARG",
                         help="an argument for `mmcurate run` (repeatable), e.g. --runner-arg=--runner-preset=local")
+    parser.add_argument("--revision", metavar="REV",
+                        help="run mmcurate as of this git revision (e.g. HEAD) instead of the working tree")
     parser.add_argument("--work", type=Path, default=BENCH_DIR / "web", help="work directory (replaced)")
     args = parser.parse_args(argv)
     tools = set(args.tools.split(","))
@@ -329,6 +355,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     work = args.work
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
+    env = client_env(work / "ca.pem")
+    if args.revision:
+        commit, path = snapshot(args.revision, work)
+        env["PYTHONPATH"] = str(path)
+        print(f"mmcurate as of {args.revision} ({commit[:12]}), from {path}")
+    else:
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", *PACKAGE_DIRS], cwd=ROOT,
+                               capture_output=True, text=True).stdout.split("\n")
+        print(f"mmcurate from the working tree ({sum(1 for line in dirty if line)} changed files not committed)")
     http_port, https_port = localweb.free_ports(2)
     started = time.perf_counter()
     web = localweb.plan_web(args.urls, args.hosts, args.seed, http_port, https_port)
@@ -352,7 +387,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(f"  floor of a polite client's wall time (max over hosts of URLs x latency / {args.per_host}): {floor:.1f} s "
           f"(host {web.hosts[floor_host].address}: {web.urls_per_host()[floor_host]} URLs at {web.hosts[floor_host].latency:.2f} s)")
 
-    env = client_env(work / "ca.pem")
     runs: list[Run] = []
     with LocalWeb(web, processes=args.server_processes) as server:
         server.authority.write(work / "ca.pem")
@@ -397,7 +431,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         ["run", "requests", "statuses", "peak in flight", "robots.txt max", "hosts asked for robots.txt", "disallowed requests"],
         [[r.tool, sum(r.server.statuses.values()), ", ".join(f"{s or 'left'} {c}" for s, c in sorted(r.server.statuses.items())),
           "{} ({})".format(*r.server.peak_in_flight()), "{} ({})".format(*r.server.robots_fetches()),
-          sum(1 for c in r.server.hosts.values() if c[1]), r.server.disallowed_requests()] for r in runs],
+          sum(1 for c in r.server.hosts.values() if c[1]), r.server.disallowed_requests()]
+         for r in runs if r.tool != "mmcurate, http off"],
     ))
 
     failures = []
@@ -423,6 +458,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         ratio = mm.images_per_cpu_s / i2d.images_per_cpu_s if i2d.images_per_cpu_s else float("nan")
         print(f"  images per CPU-second: mmcurate {mm.images_per_cpu_s:.1f}, img2dataset {i2d.images_per_cpu_s:.1f}: "
               f"{ratio:.2f}x (target >= 1.5x): {'met' if ratio >= 1.5 else 'MISSED'}")
+        off = by_name.get("mmcurate, http off")
+        if off and mm.measured.cpu > off.measured.cpu:
+            fetch_only = mm.ok / (mm.measured.cpu - off.measured.cpu)
+            print(f"    past mmcurate's fixed cost (its run with images.http off: {off.measured.cpu:.1f} CPU s for start-up, "
+                  f"read, extract, write): {fetch_only:.1f} images per CPU-second, "
+                  f"{fetch_only / i2d.images_per_cpu_s:.2f}x img2dataset's (whose own start-up is in its figure)")
         wall = mm.images_per_s / i2d.images_per_s if i2d.images_per_s else float("nan")
         print(f"  images/s (wall): mmcurate {mm.images_per_s:.1f}, img2dataset {i2d.images_per_s:.1f}: "
               f"{wall:.2f}x (target >= 1x): {'met' if wall >= 1 else 'MISSED'}")
