@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import shutil
 import subprocess
@@ -398,21 +399,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print("mmcurate:    mmcurate run PAGES --stages images " + " ".join(settings[1::2]) + " " + " ".join(args.runner_arg) + "\n")
         if "img2dataset" in tools:
             runs.append(run_img2dataset(i2d_python, url_list, work, i2d_settings, env, server, n_all, "img2dataset"))
-            print(f"img2dataset done: {runs[-1].measured.wall:.1f} s", flush=True)
+            print(f"img2dataset done: {runs[-1].measured.wall:.1f} s; load average {os.getloadavg()[0]:.1f}", flush=True)
         if "mmcurate" in tools:
             runs.append(run_mmcurate(warc, work, settings, args.runner_arg, env, server, n_all, "mmcurate"))
-            print(f"mmcurate done: {runs[-1].measured.wall:.1f} s", flush=True)
+            print(f"mmcurate done: {runs[-1].measured.wall:.1f} s; load average {os.getloadavg()[0]:.1f}", flush=True)
             if hangless:
                 runs.append(run_mmcurate(hangless[0], work, settings, args.runner_arg, env, server, hangless[2],
                                          "mmcurate, no hangs"))
-                print(f"mmcurate without hangs done: {runs[-1].measured.wall:.1f} s", flush=True)
+                print(f"mmcurate without hangs done: {runs[-1].measured.wall:.1f} s; load average {os.getloadavg()[0]:.1f}", flush=True)
             if not args.no_baseline:
                 off = [s if s != "images.http=true" else "images.http=false" for s in settings]
                 runs.append(run_mmcurate(warc, work, off, args.runner_arg, env, server, n_all, "mmcurate, http off"))
-                print(f"mmcurate with images.http off done: {runs[-1].measured.wall:.1f} s", flush=True)
+                print(f"mmcurate with images.http off done: {runs[-1].measured.wall:.1f} s; load average {os.getloadavg()[0]:.1f}", flush=True)
         if "img2dataset" in tools and hangless:
             runs.append(run_img2dataset(i2d_python, hangless[1], work, i2d_settings, env, server, hangless[2], "img2dataset, no hangs"))
-            print(f"img2dataset without hangs done: {runs[-1].measured.wall:.1f} s", flush=True)
+            print(f"img2dataset without hangs done: {runs[-1].measured.wall:.1f} s; load average {os.getloadavg()[0]:.1f}", flush=True)
 
     print()
     print(table(
