@@ -5,11 +5,13 @@ process) that serves generated JPEGs, in one invocation.
 * img2dataset (PyPI, in /tmp/mmcurate-bench/img2dataset-venv): ``download`` with
   one process and 64 threads, input_format=txt, resize_mode=no,
   disable_all_reencoding=True, output_format=files, retries=0.
-* mmcurate: the images stage's client -- ``ImageFetcher.fetch_all`` in batches
-  plus ``normalize_image`` (decode, validate, pHash), exactly what ``FetchImagesFn``
-  runs -- with concurrency 64, once with the default 4 requests per host (all URLs
-  are one host here) and once with 64 per host. It keeps bytes in memory (the
-  stage writes them to the images table later); img2dataset writes files.
+* mmcurate: the images stage's fetch step, ``FetchImagesFn`` (its event loop and
+  host scheduler fetching, ``normalize_image`` decoding, validating and hashing
+  each payload as it arrives), handed the URLs as the stage's ``GroupByHost`` hands
+  them, without the rest of a Beam pipeline -- with concurrency 64, once with the
+  default 4 requests per host (all URLs are one host here) and once with 64 per
+  host. It keeps no bytes (the stage passes each result on); img2dataset writes
+  files.
 
 Each side is its own process (benchmarks/peers.py): wall, CPU (user + system,
 children included: img2dataset forks its worker), peak RSS.
@@ -21,7 +23,6 @@ children included: img2dataset forks its worker), peak RSS.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import multiprocessing
 import shutil
@@ -92,32 +93,37 @@ def _free_port() -> int:
 
 
 def mmcurate_client(url_list: str, per_host: int) -> None:
-    """Runs inside the mmcurate virtualenv: fetch + normalise every URL, print counts."""
+    """Runs inside the mmcurate virtualenv: every URL through the stage's fetch step,
+    one bundle, as grouped by host; print counts."""
+    from collections import defaultdict
+
     from mmcurate.pipeline.config import ImagesConfig
-    from mmcurate.stages.engines.image_decode import normalize_image
-    from mmcurate.stages.engines.image_fetch import ImageFetcher
-    from mmcurate.schemas.rows import STATUS_OK
+    from mmcurate.stages.engines.image_fetch import politeness_host
+    from mmcurate.stages.image_retrieval import FetchImagesFn
 
     urls = Path(url_list).read_text().split()
     config = ImagesConfig(http=True, allowed_networks=("127.0.0.1/32",), concurrency=THREADS, per_host_concurrency=per_host)
+    by_host: dict[str, list] = defaultdict(list)
+    for url in urls:
+        by_host[politeness_host(url)].append((url, ()))
+    counts: dict[str, int] = {}
 
-    async def run() -> dict[str, int]:
-        fetcher = ImageFetcher(config)
-        counts: dict[str, int] = {}
-        try:
-            for start in range(0, len(urls), config.batch_size):
-                for item in await fetcher.fetch_all(urls[start : start + config.batch_size]):
-                    reason = item.reason if not item.ok else ""
-                    if item.ok:
-                        result = normalize_image(item.url, item.payload, config)
-                        reason = "" if result.status == STATUS_OK else result.reason
-                    key = reason or "ok"
-                    counts[key] = counts.get(key, 0) + 1
-        finally:
-            await fetcher.close()
-        return counts
+    def count(result) -> None:
+        key = result.reason or "ok"
+        counts[key] = counts.get(key, 0) + 1
 
-    print(json.dumps(asyncio.run(run())))
+    fetch = FetchImagesFn(config)
+    fetch.setup()
+    try:
+        fetch.start_bundle()
+        for element in by_host.items():
+            for result in fetch.process(element):
+                count(result)
+        for windowed in fetch.finish_bundle():
+            count(windowed.value)
+    finally:
+        fetch.teardown()
+    print(json.dumps(counts))
 
 
 def main() -> None:
@@ -135,7 +141,7 @@ def main() -> None:
     print("img2dataset venv: " + ", ".join(f"{k} {v}" for k, v in peer.items()))
     print("mmcurate venv:    " + ", ".join(f"{k} {v}" for k, v in ours.items()))
     print("img2dataset: " + IMG2DATASET_SETTINGS)
-    print(f"mmcurate:    ImageFetcher + normalize_image, ImagesConfig(http=True, concurrency={THREADS}, batch_size=256, "
+    print(f"mmcurate:    FetchImagesFn (the stage's fetch step), ImagesConfig(http=True, concurrency={THREADS}, "
           "per_host_concurrency=4 | 64, allowed_networks=127.0.0.1/32)")
 
     work = BENCH_DIR / "images"
