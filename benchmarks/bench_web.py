@@ -375,6 +375,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     hang_urls = kinds[KIND_HANG]
     busiest, busiest_n = web.busiest_host()
     floor, floor_host = web.politeness_floor(args.per_host)
+    hang_floor, hang_floor_host = web.politeness_floor(args.per_host, args.deadline)
     https_hosts = sum(h.https for h in web.hosts)
     latencies = sorted(h.latency for h in web.hosts)
     print(f"web (seed {args.seed}): {len(web.urls)} URLs on {len(web.hosts)} hosts ({https_hosts} HTTPS, "
@@ -385,8 +386,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
           f"p90 {latencies[int(len(latencies) * 0.9)] * 1000:.0f} ms, max {latencies[-1]:.2f} s")
     print(f"  busiest host {web.hosts[busiest].address}: {busiest_n} URLs at {web.hosts[busiest].latency * 1000:.0f} ms "
           f"-> {busiest_n * web.hosts[busiest].latency / args.per_host:.1f} s at {args.per_host} in flight")
-    print(f"  floor of a polite client's wall time (max over hosts of URLs x latency / {args.per_host}): {floor:.1f} s "
-          f"(host {web.hosts[floor_host].address}: {web.urls_per_host()[floor_host]} URLs at {web.hosts[floor_host].latency:.2f} s)")
+    print(f"  floor of a polite client's wall time (max over hosts of requests x latency / {args.per_host}): {floor:.1f} s "
+          f"(host {web.hosts[floor_host].address}: {web.urls_per_host()[floor_host]} URLs at {web.hosts[floor_host].latency:.2f} s); "
+          f"with each host's hanging URLs holding a slot for the deadline: {hang_floor:.1f} s (host {web.hosts[hang_floor_host].address})")
 
     runs: list[Run] = []
     with LocalWeb(web, processes=args.server_processes) as server:
@@ -454,7 +456,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     i2d, mm, mm_free = by_name.get("img2dataset"), by_name.get("mmcurate"), by_name.get("mmcurate, no hangs")
     print("\nissue 31, item 2 (politeness on):")
     if mm:
-        print(f"  floor the per-host limit puts on mmcurate's wall: {floor:.1f} s; mmcurate took {mm.measured.wall:.1f} s")
+        print(f"  floor the per-host limit puts on mmcurate's wall: {floor:.1f} s, {hang_floor:.1f} s with the hanging URLs; "
+              f"mmcurate took {mm.measured.wall:.1f} s")
     if i2d and mm:
         ratio = mm.images_per_cpu_s / i2d.images_per_cpu_s if i2d.images_per_cpu_s else float("nan")
         print(f"  images per CPU-second: mmcurate {mm.images_per_cpu_s:.1f}, img2dataset {i2d.images_per_cpu_s:.1f}: "

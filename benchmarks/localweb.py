@@ -129,14 +129,22 @@ class Web:
     def kinds(self) -> Counter:
         return Counter(u.kind for u in self.urls)
 
-    def politeness_floor(self, per_host: int) -> tuple[float, int]:
+    def politeness_floor(self, per_host: int, deadline: float = 0.0) -> tuple[float, int]:
         """The least wall time a client keeping at most ``per_host`` requests in flight
-        per host can take: max over hosts of its fetched URLs x its time to first byte
-        / per_host (robots.txt counted as one more URL); and the host that sets it."""
-        counts = Counter(u.host for u in self.urls if u.kind not in (KIND_ROBOTS, KIND_REFUSED, KIND_HANG))
+        per host can take: the max over hosts of its requests (robots.txt, each URL it
+        fetches, a 500-once URL twice) x its time to first byte, plus its hanging URLs x
+        ``deadline`` (a slot each holds until the client gives up), / ``per_host``; and
+        the host that sets it. With ``deadline=0``: the requests alone."""
+        requests: Counter = Counter()
+        hangs: Counter = Counter()
+        for u in self.urls:
+            if u.kind == KIND_HANG:
+                hangs[u.host] += 1
+            elif u.kind not in (KIND_ROBOTS, KIND_REFUSED):
+                requests[u.host] += 2 if u.kind == KIND_ERROR_ONCE else 1
         best, which = 0.0, -1
-        for host, n in counts.items():
-            floor = (n + 1) * self.hosts[host].latency / per_host
+        for host in set(requests) | set(hangs):
+            floor = ((requests[host] + 1) * self.hosts[host].latency + hangs[host] * deadline) / per_host
             if floor > best:
                 best, which = floor, host
         return best, which

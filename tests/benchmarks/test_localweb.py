@@ -70,10 +70,19 @@ def test_the_same_seed_gives_the_same_web_and_another_seed_another():
 
 def test_the_politeness_floor_is_the_slowest_host_at_its_limit():
     web = plan_web(400, 40, seed=2, http_port=1, https_port=2)
-    floor, host = web.politeness_floor(4)
-    fetched = Counter(u.host for u in web.urls if u.kind not in (KIND_ROBOTS, KIND_REFUSED, KIND_HANG))
-    assert floor == pytest.approx((fetched[host] + 1) * web.hosts[host].latency / 4)
-    assert all((n + 1) * web.hosts[k].latency / 4 <= floor for k, n in fetched.items())
+    requests, hangs = Counter(), Counter()
+    for u in web.urls:
+        if u.kind == KIND_HANG:
+            hangs[u.host] += 1
+        elif u.kind not in (KIND_ROBOTS, KIND_REFUSED):
+            requests[u.host] += 2 if u.kind == KIND_ERROR_ONCE else 1
+    for deadline in (0.0, 100.0):
+        floor, host = web.politeness_floor(4, deadline)
+        each = {k: ((requests[k] + 1) * web.hosts[k].latency + hangs[k] * deadline) / 4 for k in set(requests) | set(hangs)}
+        assert floor == pytest.approx(each[host]) == pytest.approx(max(each.values()))
+    # Hanging URLs held to a long deadline move the floor to a host that has them.
+    assert sum(hangs.values()) and hangs[web.politeness_floor(4, 100.0)[1]] > 0
+    assert web.politeness_floor(4, 100.0)[0] > web.politeness_floor(4)[0]
 
 
 def test_too_few_urls_for_the_hosts_is_an_error():
