@@ -123,11 +123,6 @@ class HostScheduler:
         for task in list(self._tasks):
             task.cancel()
 
-    @property
-    def pending(self) -> int:
-        """URLs queued or in progress."""
-        return self._running + sum(len(h.queue) for h in self._hosts.values())
-
     async def close(self) -> None:
         self.cancel()
         if self._dispatcher is not None:
