@@ -5,7 +5,8 @@ Images between the first and last located text block are kept. With
 ``recover_images``, images trafilatura dropped are put back at their DOM position
 when they lie within ``recover_lead_chars`` / ``recover_trail_chars`` of
 unextracted text before the first / after the last block inside the blocks'
-common ancestor, and the lead image (``lead_image``) before the text. Images
+common ancestor, and the lead image (``lead_image``), which goes before the first
+text node even where the page shows it under the headline. Images
 inside nav, aside, form, header or footer are never recovered (header and footer
 only when they are not part of an article or main), unless the main content itself
 sits inside that element. When trafilatura keeps no text at all, every image
@@ -13,6 +14,8 @@ outside those regions is recovered, so a page with pictures and little text keep
 its pictures."""
 
 from __future__ import annotations
+
+from typing import Optional
 
 from mmcurate.schemas import Node
 from mmcurate.stages.config import ExtractConfig
@@ -23,16 +26,19 @@ from mmcurate.stages.engines.extraction.regions import TEXT_BLOCK_TAGS, common_a
 from mmcurate.stages.engines.extraction.text_nodes import TextItem
 
 
-def place_images(items: list[TextItem], index: PageIndex, config: ExtractConfig, lead: "LeadHints") -> list[ImageRecord]:
-    """The page's images that belong to the main content (see the module docstring)."""
+def place_images(
+    items: list[TextItem], index: PageIndex, config: ExtractConfig, lead: "LeadHints"
+) -> tuple[list[ImageRecord], Optional[ImageRecord]]:
+    """The page's images that belong to the main content (see the module docstring),
+    and the one of them that goes before the first text node (the lead image)."""
     images = index.images
     if not images:
-        return []
+        return [], None
     located = [item for item in items if item.order is not None]
     if not items:
-        return [r for r in images if not in_boilerplate(r.element, None) and r.usable]
+        return [r for r in images if not in_boilerplate(r.element, None) and r.usable], None
     if not located:
-        return []
+        return [], None
     first_order = min(item.order for item in located)
     last_order = max(item.end_order for item in located)
     first_offset = min(item.start_offset for item in located)
@@ -57,17 +63,20 @@ def place_images(items: list[TextItem], index: PageIndex, config: ExtractConfig,
             )
         if inside and not in_boilerplate(record.element, content_root) and record.usable and not is_teaser(record, lead):
             placed.append(record)
+    first = None
     if config.recover_images and config.lead_image and not any(r.order < first_order for r in placed):
-        record = lead_image(images, first_order, first_offset, lead, config)
-        if record is not None:
-            placed.append(record)
-    return placed
+        blocks = [(item.order, item.node.tag, len(item.node.text.split())) for item in located]
+        first = lead_image(images, first_order, first_offset, lead, config, placed, blocks)
+        if first is not None and not any(r is first for r in placed):
+            placed.append(first)
+    return placed, first
 
 
-def merge_nodes(items: list[TextItem], images: list[ImageRecord]) -> list[Node]:
-    """trafilatura's text nodes with the images inserted by DOM position."""
-    pending = sorted(images, key=lambda r: r.order)
-    nodes: list[Node] = []
+def merge_nodes(items: list[TextItem], images: list[ImageRecord], lead: Optional[ImageRecord] = None) -> list[Node]:
+    """trafilatura's text nodes with the images inserted by DOM position, the ``lead``
+    image first."""
+    pending = sorted((r for r in images if r is not lead), key=lambda r: r.order)
+    nodes: list[Node] = [lead.node()] if lead is not None else []
     at = 0
     for item in items:
         if item.order is not None:

@@ -1,13 +1,29 @@
-"""The page's lead image: the header or hero image before the extracted text that
-the page names as its own (``og:image``, JSON-LD ``image``) or else the first large
-figure; never a logo, a teaser for another page, or an image of a sitewide region."""
+"""The page's lead image, which the document puts before its first text node:
+
+1. the image the page names as its own (``og:image``, JSON-LD ``image``, in any
+   rendition) wherever it is on the page -- above the headline, in the article's
+   header, in a media column beside the body (an ``<aside>``) -- but not in
+   navigation, a footer or a form;
+2. else the first large picture before the extracted text, within
+   ``lead_image_max_chars`` of page text before it: declared at least
+   ``lead_image_min_size``, or offered in several sizes (``srcset``, ``<picture>``),
+   or in a ``<figure>``, or in an element whose class or id names a hero, lead or
+   featured image (``div.hero``, ``.post-thumbnail``, ``img.wp-post-image``,
+   ``.featured-media``);
+3. else the first large picture of the extracted content when only headings and at
+   most ``lead_image_max_words_before`` words of other text (a standfirst, a byline)
+   come before it (Medium, BBC News, the New York Times, Ghost and Substack put the
+   picture under the headline), not one after an opening paragraph.
+
+Never a logo, a teaser for another page, or an image of a sitewide region (or one
+that also appears there)."""
 
 from __future__ import annotations
 
 import json
 import re
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Sequence
 from urllib.parse import urlsplit
 
 from lxml import etree
@@ -27,6 +43,17 @@ _HOME_PATH = re.compile(r"^/?(?:index\.\w+|home/?)?$", re.IGNORECASE)
 _IMAGE_PATH = re.compile(r"\.(?:jpe?g|png|gif|webp|avif|bmp|tiff?)$", re.IGNORECASE)
 _ARTICLE_TYPES = re.compile(r"article|posting|report|webpage|recipe|review|story", re.IGNORECASE)
 _LOGO_ANCESTORS = 4  # how far up a logo's class or id is looked for
+# Class or id names of a hero, lead or featured picture (or of its container).
+_LEAD_NAMES = re.compile(
+    r"hero|(?:^|[-_])(?:lead|lede)(?:$|[-_])|featured|post-thumbnail|wp-post-image|"
+    r"(?:article|story|post|entry|main|top|cover|header)[-_]{0,2}(?:image|img|photo|media|picture|figure)",
+    re.IGNORECASE,
+)
+_LEAD_ANCESTORS = 3  # how far up a lead picture's class or id is looked for
+_HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+# Regions whose images are never the lead image, even when the page names them.
+_NAVIGATION_TAGS = frozenset({"nav", "footer", "form"})
+_NAVIGATION_ROLES = frozenset({"navigation", "contentinfo", "search"})
 
 
 @dataclass
@@ -133,40 +160,96 @@ def _record_keys(record: ImageRecord) -> list[str]:
     return [capture_key(url) for url in (record.src, *record.candidates)]
 
 
+def _in_navigation(record: ImageRecord) -> bool:
+    for ancestor in record.element.iterancestors():
+        if tag_of(ancestor) in _NAVIGATION_TAGS or (ancestor.get("role") or "").lower() in _NAVIGATION_ROLES:
+            return True
+    return False
+
+
+def _named(record: ImageRecord, hints: LeadHints) -> bool:
+    """Whether the page names this image as its own (any of its renditions, any query)."""
+    keys = _record_keys(record)
+    return bool(hints.keys.intersection(keys) or hints.paths.intersection(k.split("?", 1)[0] for k in keys))
+
+
+def _lead_named(record: ImageRecord) -> bool:
+    for depth, el in enumerate((record.element, *record.element.iterancestors())):
+        if depth > _LEAD_ANCESTORS:
+            return False
+        if _LEAD_NAMES.search(f"{el.get('class') or ''} {el.get('id') or ''}"):
+            return True
+    return False
+
+
+def _large(record: ImageRecord, config: ExtractConfig) -> bool:
+    """Declared no smaller than ``lead_image_min_size``, and shown as a picture: declared
+    at that size, offered in several sizes, in a figure or picture, or in a hero."""
+    sides = [s for s in (record.declared_width, record.declared_height) if s is not None]
+    if any(s < config.lead_image_min_size for s in sides):
+        return False
+    ancestors = record.element.iterancestors()
+    return bool(sides or record.candidates or any(tag_of(a) in ("figure", "picture") for a in ancestors) or _lead_named(record))
+
+
+def _links_to_other_page(record: ImageRecord, hints: LeadHints) -> bool:
+    return any(tag_of(a) == "a" and _links_elsewhere(a, hints) for a in record.element.iterancestors())
+
+
 def lead_image(
-    images: list[ImageRecord], first_order: int, first_offset: int, hints: LeadHints, config: ExtractConfig
+    images: list[ImageRecord],
+    first_order: int,
+    first_offset: int,
+    hints: LeadHints,
+    config: ExtractConfig,
+    placed: Sequence[ImageRecord] = (),
+    blocks: Sequence[tuple[int, str, int]] = (),
 ) -> Optional[ImageRecord]:
-    """The page's lead image when it sits before the extracted text (a header or hero
-    image outside the block trafilatura keeps): within ``lead_image_max_chars`` of
-    page text before the first extracted block, the image the page names as its own
-    (``og:image``, JSON-LD ``image``) or else the first large figure; never a logo,
-    an image in navigation, sidebars, forms or footers, or one that also appears there."""
-    before = [
-        r for r in images if r.order < first_order and first_offset - r.flat_offset <= config.lead_image_max_chars and r.usable
-    ]
-    if not before:
-        return None
-    sitewide = {key for r in images if in_sitewide_region(r.element) and r.src for key in _record_keys(r)}
-    eligible = [
-        r
-        for r in before
-        if not in_sitewide_region(r.element)
-        and not _looks_like_logo(r, hints)
-        and not sitewide.intersection(_record_keys(r))
-    ]
+    """The page's lead image (see the module doc), or None. ``placed``: the images the
+    content already holds; ``blocks``: the (DOM order, tag, words) of the located text
+    blocks."""
+    # 1. The image the page names, wherever it is outside navigation and footers.
     if hints.keys:
-        for record in eligible:
-            keys = _record_keys(record)
-            if hints.keys.intersection(keys) or hints.paths.intersection(k.split("?", 1)[0] for k in keys):
+        navigation = {key for r in images if r.src and _in_navigation(r) for key in _record_keys(r)}
+        for record in images:
+            if (
+                record.usable
+                and _named(record, hints)
+                and not _in_navigation(record)
+                and not navigation.intersection(_record_keys(record))
+                and not _looks_like_logo(record, hints)
+                and not _links_to_other_page(record, hints)
+            ):
                 return record
-    minimum = config.lead_image_min_size
-    for record in eligible:
-        sides = [s for s in (record.declared_width, record.declared_height) if s is not None]
-        if any(s < minimum for s in sides) or in_boilerplate(record.element, None):
+    sitewide = {key for r in images if in_sitewide_region(r.element) and r.src for key in _record_keys(r)}
+
+    def eligible(record: ImageRecord) -> bool:
+        return (
+            not in_sitewide_region(record.element)
+            and not _looks_like_logo(record, hints)
+            and not sitewide.intersection(_record_keys(record))
+            and not _links_to_other_page(record, hints)
+            and _large(record, config)
+        )
+
+    # 2. The first large picture before the text.
+    for record in images:
+        if record.order >= first_order:
+            break
+        if first_offset - record.flat_offset > config.lead_image_max_chars or not record.usable:
             continue
-        ancestors = list(record.element.iterancestors())
-        if any(tag_of(a) == "a" and _links_elsewhere(a, hints) for a in ancestors):
-            continue  # a teaser for another page
-        if sides or record.candidates or any(tag_of(a) in ("figure", "picture") for a in ancestors):
+        if not in_boilerplate(record.element, None) and eligible(record):
             return record
+    # 3. The content's first picture, under the headline and a standfirst or byline.
+    for record in sorted(placed, key=lambda r: r.order):
+        if record.order < first_order:
+            continue
+        if record.flat_offset - first_offset > config.lead_image_max_chars:
+            break
+        words = sum(count for order, tag, count in blocks if order < record.order and tag not in _HEADINGS)
+        if words > config.lead_image_max_words_before:
+            break
+        if eligible(record):
+            return record
+        break
     return None

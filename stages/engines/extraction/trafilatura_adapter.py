@@ -158,7 +158,8 @@ def extract_trafilatura(html: str, url: str, config: ExtractConfig) -> Extractio
             title = squash(document.title)
     items = builder.items
     locate_text(items, index)
-    nodes = merge_nodes(items, place_images(items, index, config, lead))
+    placed, first = place_images(items, index, config, lead)
+    nodes = merge_nodes(items, placed, first)
     return Extraction(
         nodes=tuple(nodes), title=title, hreflang=hreflang_links(root, base), metadata=metadata, removed=removed
     )
