@@ -206,6 +206,12 @@ def lookup(n: int = LOOKUP_URLS, passes: int = 3) -> None:
     print(f"  lookup per URL, one pass (median pass of {passes}): {quantiles(single)}; plain loop mean {mean_us:.2f} us")
     print(f"  lookup per URL, each URL's fastest of {passes} passes (other processes' share of the CPU left out): {quantiles(fastest)}")
     print(f"  refused: {', '.join(f'{reason} {count:,}' for reason, count in sorted(refused.items())) or 'none'}")
+    by_outcome: dict[str, list[int]] = {}
+    for url, fast in zip(urls, fastest):
+        verdict = check(url, blocklist=lists)
+        by_outcome.setdefault("not listed" if verdict.keep else verdict.reason, []).append(fast)
+    for outcome, times in sorted(by_outcome.items()):
+        print(f"    {outcome:<24} {len(times):>7,} URLs: {quantiles(times)}")
     print(
         f"  memory of the loaded lists (fresh process, RSS): {memory['after_mb'] - memory['before_mb']:.1f} MB"
         f" ({memory['before_mb']:.0f} -> {memory['after_mb']:.0f} MB), loaded in {memory['load_s']:.2f} s"

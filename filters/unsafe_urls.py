@@ -34,14 +34,15 @@ receive the parsed lists and do no I/O.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from importlib import resources
 from types import MappingProxyType
 from pathlib import Path
-from typing import Any, Iterable, Optional, Pattern
+from typing import Any, Callable, Iterable, Optional, Pattern
 
 from mmcurate.filters import reasons, urls
 from mmcurate.filters.url_forms import rule_url
-from mmcurate.filters.verdict import Verdict, reject
+from mmcurate.filters.verdict import Verdict
 
 # The shipped UT1 adult list (package data): its domains as a DAWG of reversed names
 # (``pipeline/build_adult_list.py`` builds it from UT1's ``domains`` file) and its
@@ -54,7 +55,12 @@ PREFIX = "prefix"
 SUBSTRING = "substring"
 
 # Scheme and authority of an http(s) URL (a backslash ends it, as browsers read it).
-_AUTHORITY = re.compile(r"https?://([^/?#\\]*)", re.IGNORECASE)
+# (Cases spelled out: re.IGNORECASE makes the character classes slower to match.)
+_AUTHORITY = re.compile(r"[hH][tT][tT][pP][sS]?://([^/?#\\]*)")
+# The common case in one match: an ASCII host without user, port or trailing dot,
+# its ``www.`` outside the group.
+_PLAIN_HOST = re.compile(r"[hH][tT][tT][pP][sS]?://(?:[wW][wW][wW]\.)?([a-zA-Z0-9.-]*[a-zA-Z0-9-])(?=[/?#\\]|$)")
+_match_plain_host = _PLAIN_HOST.match
 
 
 def shipped_list_dir() -> Path:
@@ -148,23 +154,22 @@ class DomainIndex:
 
 
 class PrefixIndex:
-    """UT1 ``urls`` entries (host and path, no scheme) (module docstring, 2): the
-    listed hosts in a set, and every entry in a DAWG keyed ``host path`` (a space
-    between them, which neither holds), so one call finds every entry that begins
-    a URL of a listed host, however many the host has (UT1 lists 5,844 under
-    ``tumblr.com``)."""
+    """UT1 ``urls`` entries (host and path, no scheme) by host (module docstring, 2):
+    a host's paths as a tuple (``str.startswith`` tries them all in one C call), or,
+    for a host with more than ``TUPLE_MAX`` (UT1 lists 5,844 under ``tumblr.com``), a
+    DAWG of them whose ``prefixes`` finds every entry that begins a path in one call."""
 
-    __slots__ = ("hosts", "_dawg", "__weakref__")
+    TUPLE_MAX = 16
+    __slots__ = ("by_host", "__weakref__")
 
-    def __init__(self, hosts: frozenset[str], automaton: Any):
-        self.hosts = hosts
-        self._dawg = automaton
+    def __init__(self, by_host: dict[str, Any]):
+        self.by_host = by_host
 
     @classmethod
     def build(cls, entries: Iterable[str]) -> "PrefixIndex":
         import dawg
 
-        hosts, keys = set(), set()
+        paths_of: dict[str, set[str]] = {}
         for entry in entries:
             entry = entry.strip()
             if not entry or entry.startswith("#"):
@@ -173,26 +178,40 @@ class PrefixIndex:
             if parts is None or not parts[0]:
                 continue
             host, rest = parts
-            hosts.add(host)
-            keys.add(f"{host} {rest.lower()}")
-        return cls(frozenset(hosts), dawg.CompletionDAWG(sorted(keys), input_is_sorted=True))
+            paths_of.setdefault(host, set()).add(rest.lower())
+        by_host: dict[str, Any] = {}
+        for host, paths in paths_of.items():
+            if len(paths) <= cls.TUPLE_MAX:
+                by_host[host] = tuple(sorted(paths, key=lambda p: (-len(p), p)))  # longest first
+            else:
+                by_host[host] = dawg.CompletionDAWG(sorted(paths), input_is_sorted=True)
+        return cls(by_host)
 
     def __bool__(self) -> bool:
-        return bool(self.hosts)
+        return bool(self.by_host)
 
     def find(self, host: str, rest: str) -> Optional[str]:
         """The longest listed ``host/path`` prefix of the URL, else None."""
-        if host not in self.hosts:
-            return None
-        found = self._dawg.prefixes(f"{host} {rest.lower()}")
-        return found[-1].replace(" ", "", 1) if found else None
+        paths = self.by_host.get(host)
+        return None if paths is None else _listed_path(host, paths, rest.lower())
+
+
+def _listed_path(host: str, paths: Any, rest: str) -> Optional[str]:
+    """``host`` and the longest of ``paths`` (a tuple, longest first, or a DAWG) that
+    begins ``rest`` (lower-cased), else None."""
+    if type(paths) is tuple:
+        if rest.startswith(paths):
+            return host + next(path for path in paths if rest.startswith(path))
+        return None
+    found = paths.prefixes(rest)
+    return host + found[-1] if found else None
 
 
 class UrlBlocklist:
     """Every URL list of ``safety.urls``, parsed: domain indexes (the shipped list and
     config's own), URL prefixes, a substring pattern and the allowed domains."""
 
-    __slots__ = ("domain_indexes", "pattern", "prefixes", "allowed", "_lookups", "_prefix_hosts", "__weakref__")
+    __slots__ = ("domain_indexes", "pattern", "prefixes", "allowed", "_lookups", "_paths_of", "match", "__weakref__")
 
     def __init__(
         self,
@@ -207,7 +226,8 @@ class UrlBlocklist:
         self.allowed = allowed
         # what ``match`` calls, bound once
         self._lookups = tuple(index._dawg.prefixes for index in self.domain_indexes)
-        self._prefix_hosts = prefixes.hosts if prefixes is not None else frozenset()
+        self._paths_of = prefixes.by_host.get if prefixes is not None else {}.get
+        self.match = self._matcher()
 
     @classmethod
     def parse(
@@ -235,36 +255,58 @@ class UrlBlocklist:
     def __bool__(self) -> bool:
         return bool(self.domain_indexes) or self.prefixes is not None or self.pattern is not None
 
-    def match(self, url: str) -> Optional[tuple[str, str]]:
-        """``(DOMAIN, listed domain)``, ``(PREFIX, listed host/path)`` or
-        ``(SUBSTRING, matched entry)``, or None (not listed, allowed, or not http(s)).
-        Run for every page and image URL: the common path is a regex match, a few
-        string operations and one DAWG call per domain list."""
-        parsed = _AUTHORITY.match(url)
-        if parsed is None:
-            url = url.strip()
-            parsed = _AUTHORITY.match(url)
-            if parsed is None:
+    def _matcher(self) -> Callable[[str], Optional[tuple[str, str]]]:
+        """``match``, with every list bound as a local of its closure (it runs for
+        every page and image URL: the common path is a regex match, a few string
+        operations and one DAWG call per domain list)."""
+        lookups = self._lookups
+        only = lookups[0] if len(lookups) == 1 else None
+        paths_of = self._paths_of
+        pattern = self.pattern
+        allowed = self.allowed.find if self.allowed is not None else None
+        plain_host = _match_plain_host
+
+        def match(url: str) -> Optional[tuple[str, str]]:
+            """``(DOMAIN, listed domain)``, ``(PREFIX, listed host/path)`` or
+            ``(SUBSTRING, matched entry)``, or None (not listed, allowed, or not http(s))."""
+            parsed = plain_host(url)
+            if parsed is not None:
+                host = parsed[1].lower()
+            else:
+                parsed = _AUTHORITY.match(url)
+                if parsed is None:
+                    url = url.strip()
+                    parsed = _AUTHORITY.match(url)
+                    if parsed is None:
+                        return None
+                host = _host(parsed[1])
+            key = host[::-1] + "."
+            found = None
+            if only is not None:
+                listed = only(key)
+                if listed:
+                    found = (DOMAIN, listed[0][-2::-1])
+            else:
+                for prefixes in lookups:
+                    listed = prefixes(key)
+                    if listed:
+                        found = (DOMAIN, listed[0][-2::-1])
+                        break
+            if found is None:
+                paths = paths_of(host)
+                if paths is not None:
+                    entry = _listed_path(host, paths, url[parsed.end():].lower())
+                    if entry is not None:
+                        found = (PREFIX, entry)
+                if found is None and pattern is not None:
+                    hit = pattern.search(rule_url(url))
+                    if hit:
+                        found = (SUBSTRING, hit.group(0).lower())
+            if found is not None and allowed is not None and allowed(host) is not None:
                 return None
-        host = _host(parsed[1])
-        key = host[::-1] + "."
-        found = None
-        for prefixes in self._lookups:
-            listed = prefixes(key)
-            if listed:
-                found = (DOMAIN, listed[0][-2::-1])
-                break
-        if found is None and host in self._prefix_hosts:
-            entry = self.prefixes.find(host, url[parsed.end():])
-            if entry is not None:
-                found = (PREFIX, entry)
-        if found is None and self.pattern is not None:
-            hit = self.pattern.search(rule_url(url))
-            if hit:
-                found = (SUBSTRING, hit.group(0).lower())
-        if found is not None and self.allowed is not None and self.allowed.find(host) is not None:
-            return None
-        return found
+            return found
+
+        return match
 
 
 _PAGE_REASONS = {
@@ -284,6 +326,13 @@ _IMAGE_REASONS = {
 _NOT_LISTED = Verdict(keep=True, signals=MappingProxyType({}))
 
 
+@lru_cache(maxsize=1 << 14)
+def _rejection(reason: str, detail: str) -> Verdict:
+    """The verdict refusing a URL (one per listed entry: the pages of a listed site
+    share it, as verdicts are immutable)."""
+    return Verdict(keep=False, reason=reason, detail=detail, signals=MappingProxyType({}))
+
+
 def page_url(url: str, *, blocklist: UrlBlocklist) -> Verdict:
     """Reject a page whose URL is listed (``url.blocklisted_domain``,
     ``url.blocklisted_prefix`` or ``url.blocklisted_substring``; the detail names
@@ -291,7 +340,7 @@ def page_url(url: str, *, blocklist: UrlBlocklist) -> Verdict:
     found = blocklist.match(url)
     if found is None:
         return _NOT_LISTED
-    return reject(_PAGE_REASONS[found[0]], None, None, detail=found[1])
+    return _rejection(_PAGE_REASONS[found[0]], found[1])
 
 
 def image_url(url: str, *, blocklist: UrlBlocklist) -> Verdict:
@@ -300,4 +349,4 @@ def image_url(url: str, *, blocklist: UrlBlocklist) -> Verdict:
     found = blocklist.match(url)
     if found is None:
         return _NOT_LISTED
-    return reject(_IMAGE_REASONS[found[0]], None, None, detail=found[1])
+    return _rejection(_IMAGE_REASONS[found[0]], found[1])
