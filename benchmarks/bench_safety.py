@@ -7,16 +7,19 @@ steps per document against the text path they ride on.
    4.6 million domains and 19,586 URL prefixes) are loaded as a worker loads them
    (``stages.safety.load_blocklist``); the process's resident memory before and
    after is the memory the loaded lists cost (the goal: at most 150 MB).
-2. 100,000 raw URLs, seeded: 5% on listed domains (a listed domain under a random
-   subdomain or ``www.``, with a path), 1% under listed URL prefixes, the rest on
-   made-up hosts under common suffixes (``.com``, ``.co.uk``, ``.com.br``, ...),
-   with paths, queries and some ports and user names, as pages and image URLs
-   are written.
+2. 100,000 raw URLs, seeded, twice: as stage extract looks them up (a page's URL,
+   then, unless it is refused, its image URLs: 0 to 16 on its own host, a subdomain
+   of it or an image CDN; 2.5% of the pages on listed domains, 0.5% under listed
+   URL prefixes, a share chosen here), and a stress mix of URLs drawn on their own
+   (5% on listed domains, 1% under listed URL prefixes). Listed domains are every
+   911th of the shipped list under a random subdomain or ``www.``; the other hosts
+   are made up under common suffixes (``.com``, ``.co.uk``, ``.com.br``, ...), with
+   paths, queries and some ports and user names.
 3. Each URL is looked up from the raw string (``unsafe_urls.page_url``: host
    parsed, every list consulted, the verdict made) and timed on its own
-   (``time.perf_counter_ns``, its own overhead included); prints the median and
-   p99 (the goal: under 2 us each), the mean over a plain loop, and how many URLs
-   each list refused.
+   (``time.perf_counter_ns``, whose own cost is printed and included); prints the
+   median and p99 (the goal: under 2 us each) of one pass and of each URL's
+   fastest of three passes, the mean over a plain loop, and the times by outcome.
 
 **Per document** (the default, after the lookup): reads the pages of the given
 WARCs (Beam DirectRunner, in-process) and times, per page, the text path --
@@ -136,52 +139,96 @@ def _path(rng: random.Random) -> str:
     return path
 
 
-def lookup_urls(n: int, lists: unsafe_urls.UrlBlocklist, seed: int = 0) -> list[str]:
-    """``n`` raw URLs: 5% on listed domains, 1% under listed URL prefixes, the rest
-    on made-up hosts (module docstring)."""
-    rng = random.Random(seed)
-    listed = []
-    index = lists.domain_indexes[0]
-    for i, domain in enumerate(index.domains()):  # every 911th of 4.6 million: spread over the list
-        if i % 911 == 0:
-            listed.append(domain)
+# Hosts of image CDNs that pages of many sites load images from.
+_CDNS = [
+    "i0.wp.com", "upload.wikimedia.org", "images.squarespace-cdn.com", "cdn.shopify.com", "pbs.twimg.com",
+    "lh3.googleusercontent.com", "s3.amazonaws.com", "media.giphy.com", "i.imgur.com", "static.wixstatic.com",
+    "cdn.pixabay.com", "images.unsplash.com", "d1e00ek4ebabms.cloudfront.net", "img.youtube.com",
+]
+
+
+def _made_up_host(rng: random.Random) -> str:
+    labels = [rng.choice(_WORDS) + rng.choice(["", "", str(rng.randrange(100)), "-" + rng.choice(_WORDS)])]
+    if rng.random() < 0.5:
+        labels.insert(0, rng.choice(["www", "www", "en", "news", "cdn", "img", "static", "blog", "m", "shop"]))
+    return ".".join(labels) + "." + rng.choice(_SUFFIXES)
+
+
+def _listed_samples(lists: unsafe_urls.UrlBlocklist) -> tuple[list[str], list[str]]:
+    """Every 911th domain of the shipped list (spread over it), and its URL prefixes."""
+    listed = [domain for i, domain in enumerate(lists.domain_indexes[0].domains()) if i % 911 == 0]
     with gzip.open(unsafe_urls.shipped_list_dir() / unsafe_urls.SHIPPED_URLS, "rt", encoding="utf-8") as fh:
         prefixes = [line.strip() for line in fh if line.strip()]
+    return listed, prefixes
+
+
+def _listed_url(rng: random.Random, scheme: str, listed: list[str]) -> str:
+    return f"{scheme}{rng.choice(['', 'www.', 'cdn.', 'img.', 'm.', 'live.'])}{rng.choice(listed)}{_path(rng)}"
+
+
+def _prefix_url(rng: random.Random, scheme: str, prefixes: list[str]) -> str:
+    return f"{scheme}{rng.choice(prefixes)}{rng.choice(['', '/x', '?p=2', 'index.html'])}"
+
+
+def _unlisted_url(rng: random.Random, scheme: str, host: str = "") -> str:
+    host = host or _made_up_host(rng)
+    if rng.random() < 0.02:
+        host = rng.choice(["user@", "User:pw@"]) + host.upper()
+    if rng.random() < 0.02:
+        host += f":{rng.choice([8080, 443, 8443])}"
+    return f"{scheme}{host}{_path(rng)}"
+
+
+def stress_urls(n: int, lists: unsafe_urls.UrlBlocklist, seed: int = 0) -> list[str]:
+    """``n`` raw URLs, each drawn on its own: 5% on listed domains (under a random
+    subdomain or ``www.``, with a path), 1% under listed URL prefixes, the rest on
+    made-up hosts under common suffixes."""
+    rng = random.Random(seed)
+    listed, prefixes = _listed_samples(lists)
     out = []
     for _ in range(n):
         draw = rng.random()
         scheme = rng.choice(["https://", "https://", "http://"])
         if draw < 0.05:
-            sub = rng.choice(["", "www.", "cdn.", "img.", "m.", "live."])
-            out.append(f"{scheme}{sub}{rng.choice(listed)}{_path(rng)}")
+            out.append(_listed_url(rng, scheme, listed))
         elif draw < 0.06:
-            out.append(f"{scheme}{rng.choice(prefixes)}{rng.choice(['', '/x', '?p=2', 'index.html'])}")
+            out.append(_prefix_url(rng, scheme, prefixes))
         else:
-            labels = [rng.choice(_WORDS) + rng.choice(["", "", str(rng.randrange(100)), "-" + rng.choice(_WORDS)])]
-            if rng.random() < 0.5:
-                labels.insert(0, rng.choice(["www", "www", "en", "news", "cdn", "img", "static", "blog", "m", "shop"]))
-            host = ".".join(labels) + "." + rng.choice(_SUFFIXES)
-            if rng.random() < 0.02:
-                host = rng.choice(["user@", "User:pw@"]) + host.upper()
-            if rng.random() < 0.02:
-                host += f":{rng.choice([8080, 443, 8443])}"
-            out.append(f"{scheme}{host}{_path(rng)}")
+            out.append(_unlisted_url(rng, scheme))
     return out
 
 
-def lookup(n: int = LOOKUP_URLS, passes: int = 3) -> None:
-    memory = list_memory()
-    lists = blocklist()
-    urls = lookup_urls(n, lists)
+def stream_urls(n: int, lists: unsafe_urls.UrlBlocklist, seed: int = 0) -> list[str]:
+    """``n`` raw URLs in the order stage extract looks them up: a page's URL, then,
+    when the page is not refused, the URLs of its images (0 to 16, on its own host,
+    a subdomain of it or an image CDN). 2.5% of the pages are on listed domains and
+    0.5% under listed URL prefixes (a share chosen here, not measured on a crawl)."""
+    rng = random.Random(seed)
+    listed, prefixes = _listed_samples(lists)
+    out: list[str] = []
+    while len(out) < n:
+        draw = rng.random()
+        scheme = rng.choice(["https://", "https://", "http://"])
+        if draw < 0.025:
+            out.append(_listed_url(rng, scheme, listed))
+            continue
+        if draw < 0.03:
+            out.append(_prefix_url(rng, scheme, prefixes))
+            continue
+        host = _made_up_host(rng)
+        out.append(_unlisted_url(rng, scheme, host))
+        for _ in range(rng.randint(0, 16)):
+            where = rng.random()
+            image_host = host if where < 0.5 else (f"{rng.choice(['cdn', 'img', 'static'])}.{host.removeprefix('www.')}" if where < 0.8 else rng.choice(_CDNS))
+            out.append(f"https://{image_host}{_path(rng)}")
+    return out[:n]
+
+
+def time_lookups(urls: list[str], lists: unsafe_urls.UrlBlocklist, passes: int, label: str) -> None:
     check = unsafe_urls.page_url
     for url in urls[:1000]:  # warm-up
         check(url, blocklist=lists)
     clock = time.perf_counter_ns
-    refused: dict[str, int] = {}
-    for url in urls:
-        verdict = check(url, blocklist=lists)
-        if not verdict.keep:
-            refused[verdict.reason] = refused.get(verdict.reason, 0) + 1
     rounds = []
     for _ in range(passes):
         times = []
@@ -201,17 +248,33 @@ def lookup(n: int = LOOKUP_URLS, passes: int = 3) -> None:
 
     single = sorted(rounds, key=lambda times: sorted(times)[len(times) // 2])[len(rounds) // 2]
     fastest = [min(per_url) for per_url in zip(*rounds)]
-    print(f"adult URL lists (default safety.urls: the shipped UT1 list), {len(urls):,} raw URLs, each timed on its own;")
-    print(f"  load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")
-    print(f"  lookup per URL, one pass (median pass of {passes}): {quantiles(single)}; plain loop mean {mean_us:.2f} us")
-    print(f"  lookup per URL, each URL's fastest of {passes} passes (other processes' share of the CPU left out): {quantiles(fastest)}")
-    print(f"  refused: {', '.join(f'{reason} {count:,}' for reason, count in sorted(refused.items())) or 'none'}")
     by_outcome: dict[str, list[int]] = {}
     for url, fast in zip(urls, fastest):
         verdict = check(url, blocklist=lists)
         by_outcome.setdefault("not listed" if verdict.keep else verdict.reason, []).append(fast)
+    refused = len(urls) - len(by_outcome.get("not listed", ()))
+    print(f"  {label}: {len(urls):,} raw URLs, {refused:,} ({100 * refused / len(urls):.2f}%) refused; each URL timed on its own")
+    print(f"    one pass (median pass of {passes}): {quantiles(single)}; plain loop mean {mean_us:.2f} us")
+    print(f"    each URL's fastest of {passes} passes (other processes' share of the CPU left out): {quantiles(fastest)}")
     for outcome, times in sorted(by_outcome.items()):
-        print(f"    {outcome:<24} {len(times):>7,} URLs: {quantiles(times)}")
+        print(f"      {outcome:<24} {len(times):>7,} URLs: {quantiles(times)}")
+
+
+def lookup(n: int = LOOKUP_URLS, passes: int = 3) -> None:
+    memory = list_memory()
+    lists = blocklist()
+    clock = time.perf_counter_ns
+    overhead = []
+    for _ in range(10_000):
+        t0 = clock()
+        overhead.append(clock() - t0)
+    print("adult URL lists (default safety.urls: the shipped UT1 list), looked up by unsafe_urls.page_url:")
+    print(
+        f"  load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs;"
+        f" the timer's own cost, included in every figure: {sorted(overhead)[5000] / 1000:.2f} us"
+    )
+    time_lookups(stream_urls(n, lists), lists, passes, "pages and their images, as stage extract looks them up")
+    time_lookups(stress_urls(n, lists), lists, passes, "stress mix, 6% listed")
     print(
         f"  memory of the loaded lists (fresh process, RSS): {memory['after_mb'] - memory['before_mb']:.1f} MB"
         f" ({memory['before_mb']:.0f} -> {memory['after_mb']:.0f} MB), loaded in {memory['load_s']:.2f} s"
