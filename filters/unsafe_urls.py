@@ -10,7 +10,7 @@ of its own and an allow-list. A URL is looked up, from the raw URL string:
    an internationalised name in its ``xn--`` form, without user and port) is
    refused when it, or a domain it is a subdomain of, is listed: ``a.b.example.com``
    is refused by ``example.com``, never by ``ample.com``. Each list is a DAWG
-   (``dawg2``: a minimal automaton, 16 MB for UT1's 4.6 million domains) of the
+   (``dawg2``: a minimal automaton, 25 MB for UT1's 4.6 million domains) of the
    names written backwards with a closing dot (``moc.elpmaxe.``), so one call,
    ``prefixes`` of the host written the same way, finds every listed suffix that
    ends at a label boundary. The shipped DAWG leaves out UT1's entries that are

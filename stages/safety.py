@@ -22,7 +22,7 @@
 
 The lists are loaded once per worker process, in ``DoFn.setup``, and held once by
 both URL steps (Beam's ``apache_beam.utils.shared.Shared``, one handle per
-``safety.urls`` setting): the shipped list costs 17 MB of memory
+``safety.urls`` setting): the shipped list costs 35 MB of memory
 (``benchmarks/bench_safety.py --lookup`` measures it).
 """
 

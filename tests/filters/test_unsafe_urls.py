@@ -172,3 +172,16 @@ def test_a_missing_shipped_list_fails_at_construction_naming_the_key(tmp_path, m
     with pytest.raises(FileNotFoundError, match="safety.urls.shipped_list"):
         safety.RejectUnsafePages(UnsafeUrlsConfig())
     safety.RejectUnsafePages(UnsafeUrlsConfig(shipped_list=False, domain_blocklists=()))  # nothing to find: fine
+
+
+def test_the_shipped_files_are_the_ones_their_readme_names_with_the_licence_beside_them():
+    import hashlib
+    import re
+
+    folder = unsafe_urls.shipped_list_dir()
+    readme = (folder / "README.md").read_text(encoding="utf-8")
+    assert "CC BY-SA 4.0" in readme and "Université Toulouse 1 Capitole" in readme
+    assert (folder / "LICENSE").read_text(encoding="utf-8").startswith("Attribution-ShareAlike 4.0 International")
+    for name in (unsafe_urls.SHIPPED_DOMAINS, unsafe_urls.SHIPPED_URLS):
+        row = next(line for line in readme.splitlines() if line.startswith(f"| `{name}`"))
+        assert re.findall(r"`([0-9a-f]{64})` \|$", row) == [hashlib.sha256((folder / name).read_bytes()).hexdigest()], name
