@@ -17,8 +17,8 @@ An image's caption is, in this order:
    ``.photo-caption``, ``.figure-caption``, ``.img_caption`` ... -- beside exactly
    one image in a container at most ``_CAPTION_LEVELS`` levels up (a gallery's
    captions go each to its own image; a caption beside two images goes to none);
-4. a short ``<em>``, ``<i>``, ``<small>``, ``<cite>`` or ``<span>`` right after the
-   image in a container that holds nothing else (``<p><img><br><em>The
+4. a short ``<em>``, ``<i>``, ``<small>`` or ``<cite>`` right after the image in a
+   container that holds nothing else (``<p><img><br><em>The
    harbour in 1905.</em></p>``, as older blogs and news sites write it).
 
 A photo credit is not a caption: an element whose class names a credit, copyright,
@@ -52,7 +52,8 @@ _NOT_INSIDE = frozenset({"img", "video", "iframe", "object", "embed", "audio", "
 _MEDIA = ("img", "video", "iframe", "object", "embed", "audio")
 _CAPTION_LEVELS = 3  # how far up from a classed caption its image is looked for
 _MAX_CAPTION_CHARS = 2000  # longer than any caption: a mis-named container
-_INLINE_CAPTION_TAGS = frozenset({"em", "i", "small", "cite", "span"})
+# Not <span>: pasted rich text wraps whole paragraphs in spans, an image beside them.
+_INLINE_CAPTION_TAGS = frozenset({"em", "i", "small", "cite"})
 _INLINE_CAPTION_CHARS = 300
 _INLINE_CAPTION_CONTAINERS = frozenset({"p", "div", "center", "td", "li", "dd"})
 _WRAPPERS = frozenset({"a", "picture", "span"})  # around an image and nothing else

@@ -159,6 +159,15 @@ def test_a_figure_caption_is_shared_by_the_figure_images():
     assert not any("gallery" in t or "second" in t for t in texts)
 
 
+def test_a_paragraph_in_a_span_beside_an_image_stays_text():
+    """Pasted rich text: the paragraph's text in a span, a floated image before it."""
+    sentence = "The harbour board met on Tuesday and agreed to repair the north pier before the winter."
+    body = f'<p><img class="alignleft" src="/img/pier.jpg" width="300" height="200" alt=""><span style="font-weight: 400;">{sentence}</span></p>'
+    images, texts = _extract(body)
+    assert [i.caption for i in images] == [""]
+    assert sentence in texts
+
+
 def test_a_video_caption_is_left_alone():
     body = '<figure><video src="/v/launch.mp4"></video><figcaption>The launch, filmed from the pier</figcaption></figure>'
     images, texts = _extract(body)
