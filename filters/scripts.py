@@ -28,11 +28,22 @@ in that script, among the languages written in it.
 
 A document identified again carries ``language.script_reidentified`` (1) and
 ``language.script_share`` (the main script's share of its letters).
+
+**Cost.** Most pages are settled without counting scripts, by counts made in C: a
+language written in Latin is kept when the non-ASCII characters could not be the
+share asked for (``latin_could_lose``), any other when its own scripts' letters
+leave no room for another (``own_script_holds``: one ``re.sub`` with a class built
+from ICU's sets of the scripts' letters). Only the rest, pages with much text in a
+script their language is not written in, count the letters of an even spread of
+1,024 characters by script. On the 27 clean fixture pages: 2-3 µs for the pages in
+Latin script, 7-36 µs for the others, against 30-160 µs for CLD2's language ID
+(a shared 2-core machine at load average 12).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections import Counter
 from functools import lru_cache
 from typing import Any, Optional
@@ -47,11 +58,23 @@ SCRIPT_SHARE = "language.script_share"
 # ISO 15924 codes of writing systems that are several Unicode scripts, as the
 # characters of a text are counted: Hiragana and Katakana as one.
 _CHAR_SCRIPT_ALIASES = {"Hira": "Kana", "Hrkt": "Kana"}
+# The Unicode scripts a counted script stands for, as ICU's UnicodeSet names them.
+_REGEX_SCRIPTS = {"Kana": ("Hira", "Kana")}
 _COMPOSITE_SCRIPTS = {
     "Jpan": ("Hani", "Kana"),
     "Kore": ("Hang", "Hani"),
     "Hans": ("Hani",),
     "Hant": ("Hani",),
+    "Hanb": ("Hani", "Bopo"),
+    # variants of one Unicode script
+    "Aran": ("Arab",),
+    "Latf": ("Latn",),
+    "Latg": ("Latn",),
+    "Cyrs": ("Cyrl",),
+    "Geok": ("Geor",),
+    "Syre": ("Syrc",),
+    "Syrj": ("Syrc",),
+    "Syrn": ("Syrc",),
     "Hira": ("Kana",),
     "Hrkt": ("Kana",),
 }
@@ -73,6 +96,55 @@ def letter_scripts(text: str) -> Counter:
         if ch.isalpha():
             counts[char_script(ch)] += n
     return counts
+
+
+# Every byte of ASCII but its letters: what ``bytes.translate`` deletes to count them.
+_ASCII_NON_LETTERS = bytes(b for b in range(128) if not chr(b).isalpha())
+# Characters of a text the main script is estimated from (an even spread of them).
+SAMPLE_CHARS = 1024
+
+
+def latin_could_lose(text: str, min_share: float) -> bool:
+    """Whether another script could hold ``min_share`` of ``text``'s letters, counted
+    in C: it cannot when the non-ASCII characters (at most every letter of another
+    script) are under that share of them and of the ASCII letters."""
+    ascii_bytes = text.encode("ascii", "ignore")
+    non_ascii = len(text) - len(ascii_bytes)
+    ascii_letters = len(ascii_bytes.translate(None, _ASCII_NON_LETTERS))
+    return non_ascii > 0 and non_ascii >= min_share * (non_ascii + ascii_letters)
+
+
+@lru_cache(maxsize=512)
+def _not_written_in(scripts: frozenset[str]) -> "re.Pattern[str]":
+    """A pattern of the runs of characters that are not letters of ``scripts``
+    (their letters as ICU's UnicodeSet lists them)."""
+    import icu
+
+    letters = icu.UnicodeSet()
+    for code in sorted({code for script in scripts for code in _REGEX_SCRIPTS.get(script, (script,))}):
+        try:
+            letters.addAll(icu.UnicodeSet(f"[[:sc={code}:]&[:L:]]"))
+        except icu.ICUError:  # a script code this ICU does not know: none of its letters
+            continue
+    ranges = []
+    for i in range(letters.getRangeCount()):
+        first, last = letters.getRangeStart(i), letters.getRangeEnd(i)
+        ranges.append(re.escape(first) if first == last else f"{re.escape(first)}-{re.escape(last)}")
+    return re.compile(f"[^{''.join(ranges)}]+" if ranges else r"[\s\S]+")
+
+
+def own_script_holds(text: str, scripts: frozenset[str], min_share: float) -> bool:
+    """Whether the letters of ``scripts`` in ``text`` are so many that no other script
+    can hold ``min_share`` of its letters, counted in C (against the characters that
+    are not white space, of which the letters are a part)."""
+    own = len(_not_written_in(scripts).sub("", text))
+    visible = len(text) - text.count(" ") - text.count("\n")
+    return own > (1 - min_share) * visible
+
+
+def spread_sample(text: str, size: int = SAMPLE_CHARS) -> str:
+    """About ``size`` characters of ``text``, evenly spread over it."""
+    return text if len(text) <= size else text[:: len(text) // size + 1]
 
 
 def main_script(text: str) -> tuple[Optional[str], float]:
@@ -159,9 +231,11 @@ def reidentify_by_script(
     text = (view.text if view is not None else doc.text)[:max_chars]
     if doc.language and not scripts:
         return doc  # a language CLDR does not know: no contradiction can be shown
-    if "Latn" in scripts and text.isascii():
-        return doc  # the common case, decided without counting
-    script, share = main_script(text)
+    if "Latn" in scripts and not latin_could_lose(text, min_share):
+        return doc  # the common case, decided without counting scripts
+    if scripts and own_script_holds(text, scripts, min_share):
+        return doc
+    script, share = main_script(spread_sample(text))
     if script is None or share < min_share or script in scripts:
         return doc
     identifier = model if hasattr(model, "identify") else language.Lid176Identifier(model)
