@@ -60,11 +60,6 @@ class ExtractConfig(_Section):
     # A lead figure with a declared side below this is not "large"; 150 px is
     # OBELICS's minimum image side, as nodes.min_declared_image_size.
     lead_image_min_size: int = Field(default=150, ge=0)
-    # A large picture under the headline is the lead image (and goes before the
-    # headline) when the text between them, headings aside, is at most this many
-    # words: a standfirst and a byline (news standfirsts run 20-40 words), not an
-    # opening paragraph after which an article shows its first picture.
-    lead_image_max_words_before: int = Field(default=40, ge=0)
     # srcset / <picture>: the candidate a browser with this many device pixels per
     # CSS px loads (HTML's image source selection: the least dense candidate at or
     # above it, else the densest). Ours: 2 is the density of current phones and

@@ -14,7 +14,7 @@ from mmcurate.stages.engines.extraction.trafilatura_adapter import extract_trafi
 from mmcurate.stages.extract import ExtractDocuments
 from mmcurate.stages.heuristics import ApplyTextHeuristics
 from newslayouts import LAYOUTS, aside_beside_body, hero_above_h1, medium, news_pages
-from pagebuild import html_page
+from pagebuild import ARTICLE_CLOSING, ARTICLE_OPENING, html_page
 
 PAGES = news_pages(3)
 LEAD_URLS = {page.url: page.lead_urls for page in PAGES}
@@ -82,6 +82,25 @@ def test_picture_under_the_headline_moves_before_it():
     assert isinstance(nodes[0], ImageNode) and nodes[0].src in page.lead_urls
     assert isinstance(nodes[1], TextNode) and nodes[1].text == page.text[0]  # the headline, after the picture
     assert nodes[0].caption == page.html.split('<figcaption class="mu fg mv mg mh mw mx be b bf z dt">')[1].split("</figcaption>")[0]
+
+
+def test_a_picture_after_an_opening_paragraph_stays_in_the_body():
+    """A short opening paragraph (not a standfirst or byline by its markup) before the
+    first figure: the figure is the body's, in the page's order. The same figure
+    under a byline is the lead picture."""
+    opening = "The harbour was built in the eighteenth century, when the town still traded salt and timber."
+    figure = "<figure><img src='/img/harbour.jpg' width='640' height='480' alt=''><figcaption>The harbour in spring.</figcaption></figure>"
+    for before, lead in ((f"<p>{opening}</p>", False), ('<div class="byline">By A. Writer, 2 May 2024</div>', True)):
+        html = (
+            f"<html><body><article><h1>The harbour at the end of the valley</h1>{before}{figure}"
+            f"<p>{ARTICLE_OPENING}</p><p>{ARTICLE_CLOSING}</p></article></body></html>"
+        )
+        nodes = extract_trafilatura(html, "https://news.example.org/harbour", ExtractConfig()).nodes
+        kinds = [type(n).__name__ for n in nodes]
+        if lead:
+            assert kinds[0] == "ImageNode" and nodes[0].src == "https://news.example.org/img/harbour.jpg", kinds
+        else:
+            assert kinds == ["TextNode", "TextNode", "ImageNode", "TextNode", "TextNode"], kinds
 
 
 def test_lead_image_off_keeps_the_page_order():

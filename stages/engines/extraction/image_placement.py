@@ -65,7 +65,7 @@ def place_images(
             placed.append(record)
     first = None
     if config.recover_images and config.lead_image and not any(r.order < first_order for r in placed):
-        blocks = [(item.order, item.node.tag, len(item.node.text.split())) for item in located]
+        blocks = [(item.order, item.node.tag, item.owner) for item in located]
         first = lead_image(images, first_order, first_offset, lead, config, placed, blocks)
         if first is not None and not any(r is first for r in placed):
             placed.append(first)

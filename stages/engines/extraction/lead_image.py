@@ -10,10 +10,12 @@
    or in a ``<figure>``, or in an element whose class or id names a hero, lead or
    featured image (``div.hero``, ``.post-thumbnail``, ``img.wp-post-image``,
    ``.featured-media``);
-3. else the first large picture of the extracted content when only headings and at
-   most ``lead_image_max_words_before`` words of other text (a standfirst, a byline)
-   come before it (Medium, BBC News, the New York Times, Ghost and Substack put the
-   picture under the headline), not one after an opening paragraph.
+3. else the first large picture of the extracted content when only the article's
+   header comes before it: headings, and blocks inside a ``<header>`` or in an
+   element whose class, id or component name says byline, author, standfirst, dek,
+   summary, excerpt, subtitle, date ... (Medium, BBC News, the New York Times, Ghost
+   and Substack put the picture under the headline); not a picture after an opening
+   paragraph, which is the body's.
 
 Never a logo, a teaser for another page, or an image of a sitewide region (or one
 that also appears there)."""
@@ -51,6 +53,14 @@ _LEAD_NAMES = re.compile(
 )
 _LEAD_ANCESTORS = 3  # how far up a lead picture's class or id is looked for
 _HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+# Names of an article header's parts other than the headline: what may come between
+# the headline and a lead picture under it.
+_HEADER_NAMES = re.compile(
+    r"byline|author|meta|standfirst|(?:^|[-_\s])dek(?:$|[-_\s])|summary|excerpt|subtitle|sub-?head|intro|lede|kicker"
+    r"|date|timestamp|header|headline|title|strap|description",
+    re.IGNORECASE,
+)
+_HEADER_LEVELS = 4  # how far up from a text block its header part is looked for
 # Regions whose images are never the lead image, even when the page names them.
 _NAVIGATION_TAGS = frozenset({"nav", "footer", "form"})
 _NAVIGATION_ROLES = frozenset({"navigation", "contentinfo", "search"})
@@ -192,6 +202,20 @@ def _large(record: ImageRecord, config: ExtractConfig) -> bool:
     return bool(sides or record.candidates or any(tag_of(a) in ("figure", "picture") for a in ancestors) or _lead_named(record))
 
 
+def _header_like(owner: Optional[etree._Element]) -> bool:
+    """Whether a text block belongs to the article's header (see ``_HEADER_NAMES``)."""
+    if owner is None:
+        return False
+    for depth, el in enumerate((owner, *owner.iterancestors())):
+        if tag_of(el) == "header":
+            return True
+        if depth <= _HEADER_LEVELS and _HEADER_NAMES.search(
+            " ".join(filter(None, (el.get("class"), el.get("id"), el.get("data-component"), el.get("data-testid"))))
+        ):
+            return True
+    return False
+
+
 def _links_to_other_page(record: ImageRecord, hints: LeadHints) -> bool:
     return any(tag_of(a) == "a" and _links_elsewhere(a, hints) for a in record.element.iterancestors())
 
@@ -203,11 +227,11 @@ def lead_image(
     hints: LeadHints,
     config: ExtractConfig,
     placed: Sequence[ImageRecord] = (),
-    blocks: Sequence[tuple[int, str, int]] = (),
+    blocks: Sequence[tuple[int, str, etree._Element]] = (),
 ) -> Optional[ImageRecord]:
     """The page's lead image (see the module doc), or None. ``placed``: the images the
-    content already holds; ``blocks``: the (DOM order, tag, words) of the located text
-    blocks."""
+    content already holds; ``blocks``: the (DOM order, tag, owner element) of the
+    located text blocks."""
     # 1. The image the page names, wherever it is outside navigation and footers.
     if hints.keys:
         navigation = {key for r in images if r.src and _in_navigation(r) for key in _record_keys(r)}
@@ -246,9 +270,8 @@ def lead_image(
             continue
         if record.flat_offset - first_offset > config.lead_image_max_chars:
             break
-        words = sum(count for order, tag, count in blocks if order < record.order and tag not in _HEADINGS)
-        if words > config.lead_image_max_words_before:
-            break
+        if not all(tag in _HEADINGS or _header_like(owner) for order, tag, owner in blocks if order < record.order):
+            break  # an opening paragraph comes before it: the picture is the body's
         if eligible(record):
             return record
         break
