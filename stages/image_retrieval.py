@@ -269,7 +269,10 @@ class FetchImagesFn(beam.DoFn):
     loop and yields the results finished so far, never waiting for a batch; with
     ``images.max_pending_urls`` URLs outstanding it waits for results (yielding
     them) before it takes more. ``finish_bundle`` waits for what is left and emits
-    it. Decoding runs here, in the Beam thread, while the loop goes on fetching.
+    it. Decoding runs here, in the Beam thread, while the loop goes on fetching; the
+    loop starts no URL while ``images.concurrency`` fetched results wait for it, so
+    the bodies held are those of the URLs in progress and as many waiting, however
+    many images the run has.
 
     With ``fetched_dir``, each body fetched is staged there (``FetchedFiles``) before
     it is decoded, and a URL whose file is already there is not fetched again."""
@@ -286,8 +289,14 @@ class FetchImagesFn(beam.DoFn):
         self._thread = threading.Thread(target=self._loop.run_forever, name="mmcurate-image-fetch", daemon=True)
         self._thread.start()
         self._fetcher = ImageFetcher(config)
+        # Results wait here for decoding: at most as many as there are URLs in progress.
         self._scheduler = HostScheduler(
-            self._fetcher, config.concurrency, config.per_host_concurrency, config.host_give_up_after, _report
+            self._fetcher,
+            config.concurrency,
+            config.per_host_concurrency,
+            config.host_give_up_after,
+            _report,
+            max_unclaimed=config.concurrency,
         )
         self._results: queue.SimpleQueue = queue.SimpleQueue()
         self._outstanding = 0
@@ -365,7 +374,7 @@ class FetchImagesFn(beam.DoFn):
                 want, fetched = self._results.get_nowait()
             except queue.Empty:
                 return
-            self._outstanding -= 1
+            self._taken()
             yield self._result(want, fetched)
 
     def _wait_for_results(self) -> Iterable[ImageResult]:
@@ -377,9 +386,14 @@ class FetchImagesFn(beam.DoFn):
             except queue.Empty:
                 if not self._thread.is_alive():
                     raise RuntimeError("the image fetch loop stopped with URLs outstanding") from None
-        self._outstanding -= 1
+        self._taken()
         yield self._result(want, fetched)
         yield from self._finished_results()
+
+    def _taken(self) -> None:
+        """One result taken off the queue: the loop may start another URL."""
+        self._outstanding -= 1
+        self._loop.call_soon_threadsafe(self._scheduler.claim, 1)
 
     def _count_requests(self) -> None:
         requests = self._fetcher.requests

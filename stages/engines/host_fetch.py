@@ -29,7 +29,10 @@ waits for another (a batch waits for its slowest; this never does).
 
 Use it on one event loop (``submit`` from that loop: a caller in another thread
 uses ``loop.call_soon_threadsafe``). Results are reported through ``on_done(tag,
-want, fetched)``, called on the loop; ``tag`` is what the submitter passed.
+want, fetched)``, called on the loop; ``tag`` is what the submitter passed. With
+``max_unclaimed``, no URL starts while that many results are reported and not yet
+taken by their receiver (``claim``), so a receiver slower than the network (decoding)
+holds at most that many bodies waiting, not a growing queue.
 """
 
 from __future__ import annotations
@@ -70,8 +73,18 @@ class HostScheduler:
     """Fetches submitted URLs with ``fetcher``: ``concurrency`` in progress at most
     (each URL's candidates one after another), ``per_host`` per host."""
 
-    def __init__(self, fetcher: ImageFetcher, concurrency: int, per_host: int, give_up_after: int, on_done: Done):
+    def __init__(
+        self,
+        fetcher: ImageFetcher,
+        concurrency: int,
+        per_host: int,
+        give_up_after: int,
+        on_done: Done,
+        max_unclaimed: Optional[int] = None,
+    ):
         self._fetcher = fetcher
+        self._max_unclaimed = max_unclaimed
+        self._unclaimed = 0
         self._concurrency = concurrency
         self._per_host = per_host
         self._give_up_after = give_up_after
@@ -110,6 +123,17 @@ class HostScheduler:
             self._dispatcher = asyncio.ensure_future(self._dispatch())
         self._wake.set()
 
+    def claim(self, count: int = 1) -> None:
+        """The receiver took ``count`` reported results; call on the loop."""
+        self._unclaimed -= count
+        if self._wake is not None:
+            self._wake.set()
+
+    def _room(self) -> bool:
+        return self._running < self._concurrency and (
+            self._max_unclaimed is None or self._unclaimed < self._max_unclaimed
+        )
+
     def cancel(self) -> None:
         """Drops every queued URL and cancels those in progress, reporting none of
         them (what a bundle that failed had submitted); call on the loop."""
@@ -122,6 +146,7 @@ class HostScheduler:
         self._to_prepare.clear()
         for task in list(self._tasks):
             task.cancel()
+        self._unclaimed = 0  # what was reported goes unclaimed with its bundle
 
     async def close(self) -> None:
         self.cancel()
@@ -157,11 +182,11 @@ class HostScheduler:
     async def _dispatch(self) -> None:
         assert self._wake is not None
         while True:
-            while self._running < self._concurrency and self._to_prepare:
+            while self._room() and self._to_prepare:
                 _, _, entry, url = heapq.heappop(self._to_prepare)
                 self._running += 1
                 self._spawn(self._prepare(entry, url))
-            while self._running < self._concurrency and self._ready:
+            while self._room() and self._ready:
                 _, _, entry = heapq.heappop(self._ready)
                 delay = self._fetcher.host_delay(entry.name)
                 if delay > 0:  # it asked for a pause: it stays listed, and comes back then
@@ -239,6 +264,7 @@ class HostScheduler:
         return Fetched(url=want[0], ok=False, reason=reasons.IMAGE_HOST_GIVEN_UP, detail=entry.given_up[:300])
 
     def _report(self, tag: Any, want: Want, fetched: Fetched) -> None:
+        self._unclaimed += 1
         try:
             self._on_done(tag, want, fetched)
         except Exception:  # the receiver's fault must not stop the loop's other work

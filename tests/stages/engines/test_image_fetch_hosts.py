@@ -379,3 +379,25 @@ def test_the_host_with_the_most_work_left_gets_the_slots_first():
     scheduled(fetcher, 2, 2, wants)
     first = [politeness_host(url) for _, url in sorted(fetcher.started)[:6]]
     assert first == ["big.example"] * 6
+
+
+def test_no_url_starts_while_max_unclaimed_results_wait_for_their_receiver():
+    """A receiver that takes nothing: with max_unclaimed=3 (and one slot, so that none
+    is in progress when the third is reported), three URLs are fetched and no more
+    start until it claims one; then exactly one more starts."""
+
+    async def run():
+        fetcher = StubFetcher(0.01)
+        reported: list[str] = []
+        scheduler = HostScheduler(fetcher, 1, 1, 3, lambda tag, want, f: reported.append(want[0]), max_unclaimed=3)
+        scheduler.submit("h.example", [(f"http://h.example/{i}.jpg", ()) for i in range(10)])
+        await asyncio.sleep(0.2)
+        before = (len(fetcher.started), len(reported))
+        scheduler.claim(1)
+        await asyncio.sleep(0.2)
+        after = (len(fetcher.started), len(reported))
+        await scheduler.close()
+        return before, after
+
+    before, after = asyncio.run(run())
+    assert before == (3, 3) and after == (4, 4)
