@@ -16,7 +16,12 @@ from mmcurate.stages.engines.image_result import (
 
 # image.* codes other stages own: URL safety (extract), NSFW (scoring), and the page
 # rules of the images stage (subject page, not image).
-NOT_IMAGE_ROWS_OF_THIS_STAGE = {reasons.IMAGE_BLOCKLISTED_DOMAIN, reasons.IMAGE_BLOCKLISTED_SUBSTRING, reasons.IMAGE_NSFW}
+NOT_IMAGE_ROWS_OF_THIS_STAGE = {
+    reasons.IMAGE_BLOCKLISTED_DOMAIN,
+    reasons.IMAGE_BLOCKLISTED_PREFIX,
+    reasons.IMAGE_BLOCKLISTED_SUBSTRING,
+    reasons.IMAGE_NSFW,
+}
 IMAGE_STAGE_CODES = {
     value
     for name, value in vars(reasons).items()
