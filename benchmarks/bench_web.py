@@ -421,10 +421,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(table(
         f"image retrieval on the local web: {len(web.hosts)} hosts, {args.concurrency} in flight, retries {args.retries}, "
         f"deadline/timeout {args.deadline:g} s",
-        ["run", "URLs", "ok", "wall s", "images/s", "CPU s", "CPU s/1k images", "peak RSS MiB", "server cores", "server lag ms"],
+        ["run", "URLs", "ok", "wall s", "images/s", "CPU s", "CPU s/1k images", "peak RSS MiB", "server cores", "server lag ms p99/max"],
         [[r.tool, r.urls, r.ok, r.measured.wall, r.images_per_s, r.measured.cpu,
           1000 * r.measured.cpu / r.ok if r.ok else float("nan"), r.measured.rss_mib, r.server.cores,
-          1000 * r.server.max_loop_lag] for r in runs],
+          f"{1000 * r.server.loop_lag_p99:.0f}/{1000 * r.server.max_loop_lag:.0f}"] for r in runs],
     ))
     print()
     print(outcome_table(web, [r for r in runs if r.tool != "mmcurate, http off"]))

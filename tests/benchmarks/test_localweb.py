@@ -190,6 +190,7 @@ def test_time_to_first_byte_and_peak_in_flight_per_host(served):
     assert stats.hosts[address][0] == 3 and stats.hosts[address][3] in (2, 3)  # overlapping, as the threads allow
     assert stats.peak_in_flight() == (stats.hosts[address][3], address)
     assert stats.cpu_seconds > 0 and stats.wall_seconds > 0
+    assert 0 <= stats.loop_lag_p99 <= stats.max_loop_lag
 
 
 def test_a_hanging_url_holds_its_request_until_the_client_leaves(served):
