@@ -1,4 +1,4 @@
-"""News and blog article pages in the layouts of real sites, each showing one lead
+"""News and blog article pages in the layouts of 16 kinds of real sites, each showing one lead
 image, for the lead-image checks (tests/stages/test_extract_lead_images.py) and
 ``benchmarks/bench_lead_images.py``.
 
@@ -33,7 +33,12 @@ sidebar of teaser thumbnails and a footer around it:
 - ``substack``: Substack's ``div.captioned-image-container`` at the top of the body,
   the picture inside a link to the full-size image;
 - ``cnn``: CNN's ``div.image__lede`` before the article content, ``<source>``
-  elements with ``media`` queries and declared sizes.
+  elements with ``media`` queries and declared sizes;
+- ``noscript_only``: a script-loaded picture (an empty ``div.progressive-image``
+  with ``data-src``) whose only ``<img>`` is the ``<noscript>`` copy, in the
+  article's figure under the headline;
+- ``amp``: an AMP article (``<html amp>``): the picture is an ``<amp-img>`` with
+  ``layout="responsive"`` and an ``<img>`` fallback in ``<noscript>``.
 """
 
 from __future__ import annotations
@@ -411,11 +416,34 @@ def cnn(seed: int) -> NewsPage:
     return NewsPage("cnn", a.url, _page(a, content), [a.headline, a.standfirst, *a.paragraphs], urls)
 
 
+def noscript_only(seed: int) -> NewsPage:
+    a = _article("noscript_only", seed, "Estuary Review", "www.estuary-review.example.com")
+    src = f"https://img.estuary-review.example.com/{a.slug}/1600.jpg"
+    content = f"""<main><article class="article"><header class="article__header"><h1 class="article__title">{_e(a.headline)}</h1>
+<p class="article__dek">{_e(a.standfirst)}</p></header>
+<figure class="article__lead"><div class="progressive-image" data-src="{src}" data-width="1600" style="padding-bottom: 56.25%"></div>
+<noscript><img src="{src}" alt="{_e(a.caption)}"></noscript><figcaption>{_e(a.caption)}</figcaption></figure>
+<div class="article__body">{a.body()}</div></article></main>"""
+    return NewsPage("noscript_only", a.url, _page(a, content), [a.headline, a.standfirst, *a.paragraphs], {src})
+
+
+def amp(seed: int) -> NewsPage:
+    a = _article("amp", seed, "Harbour News AMP", "amp.harbournews.example.com")
+    src = f"https://amp.harbournews.example.com/media/{a.slug}-1200x675.jpg"
+    content = f"""<main id="content" role="main"><article class="amp-wp-article">
+<header class="amp-wp-article-header"><h1 class="amp-wp-title">{_e(a.headline)}</h1>
+<div class="amp-wp-meta amp-wp-byline"><span class="amp-wp-author author vcard">Staff</span></div></header>
+<figure class="amp-wp-article-featured-image wp-caption"><amp-img width="1200" height="675" src="{src}" class="attachment-large size-large wp-post-image amp-wp-enforced-sizes" alt="{_e(a.caption)}" layout="responsive">
+<noscript><img width="1200" height="675" src="{src}" alt="{_e(a.caption)}"></noscript></amp-img></figure>
+<div class="amp-wp-article-content"><p>{_e(a.standfirst)}</p>{a.body()}</div></article></main>"""
+    return NewsPage("amp", a.url, _page(a, content).replace('<html lang="en">', '<html amp lang="en">'), [a.headline, a.standfirst, *a.paragraphs], {src})
+
+
 LAYOUTS: dict[str, Callable[[int], NewsPage]] = {
     build.__name__: build
     for build in (
         article_header, hero_above_h1, picture_above_headline, aside_beside_body, og_image_match, lazy_data_src,
-        wordpress_featured, medium, bbc, guardian, nyt, ghost, substack, cnn,
+        wordpress_featured, medium, bbc, guardian, nyt, ghost, substack, cnn, noscript_only, amp,
     )
 }  # fmt: skip
 

@@ -34,7 +34,7 @@ from typing import Optional
 
 from lxml import etree
 
-from mmcurate.stages.engines.extraction.html_tree import squash, tag_of
+from mmcurate.stages.engines.extraction.html_tree import IMAGE_TAGS, shown_images, squash, tag_of
 from mmcurate.stages.engines.extraction.page_scan import PageScan, attached, scan_page
 
 # Class names of caption elements: any name holding "caption" (caption,
@@ -48,8 +48,7 @@ _NOT_CAPTION_CLASS = re.compile(r"credit|copyright|photographer|attribution|byli
 # Screen-reader-only labels ("Image caption", "Image copyright"): Bootstrap's
 # sr-only / visually-hidden, WordPress's screen-reader-text, BBC's off-screen.
 _SCREEN_READER_ONLY = re.compile(r"(?:^|\s)(?:sr-only|visually-hidden|screen-reader-text|off-screen|offscreen)(?:\s|$)")
-_NOT_INSIDE = frozenset({"img", "video", "iframe", "object", "embed", "audio", "h1", "h2", "h3", "h4", "h5", "h6"})
-_MEDIA = ("img", "video", "iframe", "object", "embed", "audio")
+_NOT_INSIDE = frozenset({"img", "amp-img", "video", "iframe", "object", "embed", "audio", "h1", "h2", "h3", "h4", "h5", "h6"})
 _CAPTION_LEVELS = 3  # how far up from a classed caption its image is looked for
 _MAX_CAPTION_CHARS = 2000  # longer than any caption: a mis-named container
 # Not <span>: pasted rich text wraps whole paragraphs in spans, an image beside them.
@@ -99,8 +98,8 @@ def _holds_media_or_heading(el: etree._Element) -> bool:
     return any(tag_of(d) in _NOT_INSIDE for d in el.iterdescendants())
 
 
-def _images_outside(container: etree._Element, caption: etree._Element) -> list[etree._Element]:
-    return [img for img in container.iter("img") if not any(a is caption for a in img.iterancestors())]
+def _images_outside(container: etree._Element, caption: etree._Element, shown: set[etree._Element]) -> list[etree._Element]:
+    return [img for img in container.iter(*IMAGE_TAGS) if img in shown and not any(a is caption for a in img.iterancestors())]
 
 
 def _other_media(container: etree._Element, caption: etree._Element) -> bool:
@@ -117,13 +116,13 @@ def _captioned_figure(img: etree._Element) -> Optional[etree._Element]:
     return None
 
 
-def _figure_images(figure: etree._Element) -> list[etree._Element]:
+def _figure_images(figure: etree._Element, shown: set[etree._Element]) -> list[etree._Element]:
     """The images whose captioned figure is ``figure``: its own, and those of the
     figures inside it without a caption of their own (a gallery's)."""
-    return [img for img in figure.iter("img") if _captioned_figure(img) is figure]
+    return [img for img in figure.iter(*IMAGE_TAGS) if img in shown and _captioned_figure(img) is figure]
 
 
-def _classed_owner(caption: etree._Element) -> Optional[etree._Element]:
+def _classed_owner(caption: etree._Element, shown: set[etree._Element]) -> Optional[etree._Element]:
     """The one image beside a classed caption element, in its container at most
     ``_CAPTION_LEVELS`` levels up; None when the nearest container with an image has
     two or more, or another medium (a video's caption)."""
@@ -132,7 +131,7 @@ def _classed_owner(caption: etree._Element) -> Optional[etree._Element]:
         container = container.getparent()
         if container is None or tag_of(container) in ("body", "html", "main", "article"):
             return None
-        images = _images_outside(container, caption)
+        images = _images_outside(container, caption, shown)
         if images or _other_media(container, caption):
             if len(images) == 1 and not _other_media(container, caption):
                 return images[0]
@@ -203,9 +202,10 @@ def find_captions(root: etree._Element, scan: Optional[PageScan] = None) -> Capt
     out of ``root`` (their tails kept). ``scan``: ``page_scan.scan_page(root)``, taken
     before elements were removed from the tree (those are passed over)."""
     out = Captions()
-    images = list(root.iter("img"))
+    images = shown_images(root)
     if not images:
         return out
+    shown = set(images)
     scan = scan_page(root) if scan is None else scan
     by_image = out.by_image
     taken: list[etree._Element] = []
@@ -230,9 +230,9 @@ def find_captions(root: etree._Element, scan: Optional[PageScan] = None) -> Capt
         if not text or len(text) > _MAX_CAPTION_CHARS:
             continue
         figure = next(caption.iterancestors("figure"), None) if tag_of(caption) == "figcaption" else None
-        owners = _figure_images(figure) if figure is not None else []
+        owners = _figure_images(figure, shown) if figure is not None else []
         if not owners:
-            owner = _classed_owner(caption)
+            owner = _classed_owner(caption, shown)
             owners = [owner] if owner is not None else []
         if not owners:
             continue  # no image beside it: some other caption (a video's, a quote's)

@@ -78,6 +78,43 @@ def http_url(value: Optional[str], base: str) -> str:
     return absolute
 
 
+# Elements that show a picture: HTML's <img> and AMP's <amp-img>.
+IMAGE_TAGS = ("img", "amp-img")
+
+
+def noscript_images(noscript: etree._Element) -> list[etree._Element]:
+    """The ``<img>``s of a ``<noscript>`` that the page shows only there: when no image
+    sits beside it in its parent (a script loads the picture into an empty
+    placeholder, and the ``<noscript>`` copy is the only ``<img>`` of it). Not those
+    beside a lazy-loaded ``<img>`` or inside an ``<amp-img>``: copies of an image the
+    page shows already."""
+    inner = list(noscript.iter("img"))
+    parent = noscript.getparent()
+    if not inner or parent is None or parent.tag in IMAGE_TAGS:
+        return []
+    for el in parent.iter(*IMAGE_TAGS):
+        if not any(a is noscript for a in el.iterancestors()):
+            return []
+    return inner
+
+
+def shown_images(root: etree._Element) -> list[etree._Element]:
+    """The page's images in document order: its ``<img>`` and ``<amp-img>`` elements,
+    those inside a ``<noscript>`` only as ``noscript_images`` says."""
+    out = []
+    copies: dict[etree._Element, list[etree._Element]] = {}
+    for el in root.iter(*IMAGE_TAGS):
+        noscript = next(el.iterancestors("noscript"), None)
+        if noscript is not None:
+            shown = copies.get(noscript)
+            if shown is None:
+                shown = copies[noscript] = noscript_images(noscript)
+            if not any(el is s for s in shown):
+                continue
+        out.append(el)
+    return out
+
+
 def document_base(root: etree._Element, url: str) -> str:
     for base in root.iter("base"):
         href = base.get("href")

@@ -13,7 +13,7 @@ from lxml import etree
 
 from mmcurate.schemas import ImageNode
 from mmcurate.stages.config import ExtractConfig
-from mmcurate.stages.engines.extraction.html_tree import squash
+from mmcurate.stages.engines.extraction.html_tree import noscript_images, squash
 from mmcurate.stages.engines.extraction.image_sources import ImageSource, declared_dimension, image_source
 
 
@@ -162,8 +162,12 @@ def index_page(
                 last = last[-1]
             if last is not el:
                 skip_to = last
+            if tag == "noscript":
+                for img in noscript_images(el):  # the page's only copy of a picture
+                    images.append(ImageRecord(img, order, 0, base, config, captions.get(img, "")))
+                    image_pieces.append(len(texts))
             continue
-        if tag == "img":
+        if tag == "img" or tag == "amp-img":
             images.append(ImageRecord(el, order, 0, base, config, captions.get(el, "")))
             image_pieces.append(len(texts))
             continue

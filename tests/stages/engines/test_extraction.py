@@ -223,3 +223,37 @@ def test_books_toscrape_covers_are_all_recovered():
     # Each cover comes before its price: the grid's reading order.
     first_text = next(i for i, n in enumerate(extraction.nodes) if isinstance(n, TextNode))
     assert isinstance(extraction.nodes[0], ImageNode) and first_text == 1
+
+
+# ---------------------------------------------------------------------------
+# Pictures a script loads: the <noscript> copy, AMP's <amp-img>
+
+
+@pytest.mark.parametrize(
+    "body, expected",
+    [
+        # The only <img> of a script-loaded picture is in <noscript>: it is the picture.
+        (
+            '<figure><div class="progressive-image" data-src="/img/lead.jpg"></div>'
+            '<noscript><img src="/img/lead.jpg" alt="x"></noscript></figure>',
+            ["https://example.org/img/lead.jpg"],
+        ),
+        # Beside a lazy-loaded <img>, the <noscript> copy is not a second picture.
+        (
+            '<figure><img src="data:image/gif;base64,R0lGODlhAQABAAAAACw=" data-src="/img/lazy.jpg" alt="x">'
+            '<noscript><img src="/img/lazy.jpg" alt="x"></noscript></figure>',
+            ["https://example.org/img/lazy.jpg"],
+        ),
+        # AMP: the <amp-img> is the picture, its <noscript> fallback a copy.
+        (
+            '<amp-img src="/img/amp.jpg" width="1200" height="675" layout="responsive" alt="x">'
+            '<noscript><img src="/img/amp.jpg" width="1200" height="675" alt="x"></noscript></amp-img>',
+            ["https://example.org/img/amp.jpg"],
+        ),
+        # A tracking pixel's <noscript> in the body is never a picture.
+        ('<noscript><img height="1" width="1" src="https://tracker.example.com/tr?id=1&ev=PageView"></noscript>', []),
+    ],
+)
+def test_script_loaded_pictures(body, expected):
+    extraction = extract_trafilatura(article_page(body), "https://example.org/a/page.html", ExtractConfig())
+    assert [i.src for i in _images(extraction)] == expected

@@ -5,7 +5,7 @@ from lxml import etree
 
 from mmcurate.pipeline.config import ExtractConfig
 from mmcurate.schemas import TextNode
-from mmcurate.stages.engines.extraction.html_tree import parse_html
+from mmcurate.stages.engines.extraction.html_tree import noscript_images, parse_html
 from mmcurate.stages.engines.extraction.page_index import index_page
 from mmcurate.stages.engines.extraction.text_nodes import NodeBuilder, locate_text
 
@@ -72,7 +72,8 @@ def test_located_in_the_page_text_in_order():
 
 def _index_by_iterwalk(root):
     """The page index by lxml's start and end events: (flat text, pieces as (start,
-    order, owner), images as (order, flat offset, element))."""
+    order, owner), images as (order, flat offset, element), a ``<noscript>``'s own
+    pictures at its start)."""
     skip = {"head", "script", "style", "noscript", "template", "svg", "math", "iframe", "object"}
     pieces, images, flat, order = [], [], "", 0
     walker = etree.iterwalk(root, events=("start", "end"))
@@ -80,6 +81,8 @@ def _index_by_iterwalk(root):
         order += 1
         if event == "start":
             if el.tag in skip:
+                if el.tag == "noscript":  # a picture whose only copy is there
+                    images.extend((order, len(flat), img) for img in noscript_images(el))
                 walker.skip_subtree()
                 continue
             if el.tag == "img":
