@@ -1,4 +1,4 @@
-"""Lead images on news and blog pages in the layouts of 14 kinds of real sites
+"""Lead images on news and blog pages in the layouts of 16 kinds of real sites
 (tests/newslayouts.py), each page showing one lead picture: extraction (this tree's,
 or another commit's with ``--ref``) and then this tree's heuristics stage steps at
 defaults (``heuristics.build_steps``: language ID, node cleanup, the image-count

@@ -1,4 +1,4 @@
-"""Lead images on news and blog pages in the layouts of 14 kinds of real sites
+"""Lead images on news and blog pages in the layouts of 16 kinds of real sites
 (tests/newslayouts.py): through the extract and heuristics stages at defaults, at
 least 95% of the articles, each of which shows a lead picture, are kept with an
 image (not ``content.too_few_images``), and the lead picture is the document's
