@@ -336,6 +336,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--tools", default="img2dataset,mmcurate", help="which to run (default both)")
     parser.add_argument("--no-baseline", action="store_true", help="skip mmcurate's run with images.http off")
     parser.add_argument("--no-hangless", action="store_true", help="skip the runs on the web without hanging URLs")
+    parser.add_argument("--workers", type=int, default=0,
+                        help="also run mmcurate on N DirectRunner worker processes (multi_processing), its politeness "
+                             "checked as the one worker's is (issue 31 item 3)")
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                         help="another mmcurate config override (repeatable)")
     parser.add_argument("--runner-arg", action="append", default=[], metavar="ARG",
@@ -409,6 +412,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 runs.append(run_mmcurate(hangless[0], work, settings, args.runner_arg, env, server, hangless[2],
                                          "mmcurate, no hangs"))
                 print(f"mmcurate without hangs done: {runs[-1].measured.wall:.1f} s; load average {os.getloadavg()[0]:.1f}", flush=True)
+            if args.workers:
+                workers = ["--direct_num_workers", str(args.workers), "--direct_running_mode", "multi_processing"]
+                runs.append(run_mmcurate(warc, work, settings, [*args.runner_arg, *workers], env, server, n_all,
+                                         f"mmcurate, {args.workers} workers"))
+                print(f"mmcurate on {args.workers} workers done: {runs[-1].measured.wall:.1f} s; "
+                      f"load average {os.getloadavg()[0]:.1f}", flush=True)
             if not args.no_baseline:
                 off = [s if s != "images.http=true" else "images.http=false" for s in settings]
                 runs.append(run_mmcurate(warc, work, off, args.runner_arg, env, server, n_all, "mmcurate, http off"))
