@@ -23,7 +23,9 @@ Runs, each its own process measured by wait4 (benchmarks/peers.py): wall, CPU (u
   corpus-wide image dedup off (img2dataset has none; the images repeat their pixels)
   -- on a WARC of pages whose <img> tags name the web's URLs (2 to 30 per page), and
   on the same pages without the hanging URLs; and once with images.http off, the
-  cost of everything but retrieval (start-up, read, extract, write);
+  cost of everything but retrieval (start-up, read, extract, write); with --workers N
+  also on N DirectRunner worker processes (politeness must hold across them);
+  --revision REV runs mmcurate as committed at REV instead of the working tree;
 
 then each tool's outcomes by the URL's planned kind, images/s, CPU s per 1,000
 images, peak RSS; the floor that the per-host limit puts on a polite client's wall

@@ -77,3 +77,17 @@ def test_the_pages_hold_the_planned_urls_and_extraction_finds_them_all(tmp_path)
     warc, url_list, n = bench_web.write_inputs(web, pages, tmp_path, frozenset({KIND_HANG}))
     assert warc.name == "pages-without-hang.warc.gz"
     assert url_list.read_text().split() == [u.url for u in web.urls if u.url not in hangs] and n == 300 - len(hangs)
+
+
+def test_a_revision_snapshot_is_what_mmcurate_imports_on_its_pythonpath(tmp_path):
+    import subprocess
+
+    commit, path = bench_web.snapshot("HEAD", tmp_path)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=bench_web.ROOT, capture_output=True, text=True, check=True)
+    assert commit == head.stdout.strip()
+    code = "import mmcurate.stages.image_retrieval as m, mmcurate.pipeline.cli as c; print(m.__file__); print(c.__file__)"
+    out = subprocess.run([bench_web.MMCURATE_PYTHON, "-c", code], env={"PYTHONPATH": str(path), "PATH": "/usr/bin:/bin"},
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert out == [str(path / "mmcurate" / "stages" / "image_retrieval.py"), str(path / "mmcurate" / "pipeline" / "cli.py")]
+    assert (tmp_path / "tree" / "stages" / "image_retrieval.py").read_bytes() == subprocess.run(
+        ["git", "show", f"{commit}:stages/image_retrieval.py"], cwd=bench_web.ROOT, capture_output=True, check=True).stdout
