@@ -19,10 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from mmcurate.filters import nodes
+from mmcurate.filters import flagged_words, nodes
 from mmcurate.filters.obelics import symbol_character_ratio
 from mmcurate.filters.text import ends_sentence
 from mmcurate.pipeline.config import ExtractConfig, HeuristicsConfig
+from mmcurate.schemas import Document, Provenance, TextNode
 from mmcurate.stages.engines.extraction.page_documents import extract_document
 from mmcurate.stages.engines.extraction.trafilatura_adapter import extract_trafilatura
 from mmcurate.stages.heuristics import build_steps, node_cleanup
@@ -101,8 +102,9 @@ def test_rtl_article_is_kept_with_every_paragraph(language, steps):
     assert texts == blocks  # headline and paragraphs, in order, format characters kept
     out, verdict = apply_filters(doc, steps)
     assert verdict is None, verdict
-    # Node cleanup's own rules remove nothing from these pages.
+    # Node cleanup's own rules remove nothing from these pages, nor the flagged-word rule.
     assert all(out.signals[nodes.removed_signal(r)] == 0 for r in nodes.REMOVAL_REASONS if r != nodes.REPEATED_IMAGE)
+    assert out.signals.get(flagged_words.NODES_REMOVED, 0) == 0
 
 
 @pytest.mark.parametrize("language", ["ur", "ar", "fa", "he"])
@@ -136,3 +138,19 @@ def test_urdu_blocks_pass_node_cleanup_at_defaults():
 def test_a_format_character_after_the_full_stop_still_ends_the_sentence(line):
     assert ends_sentence(line)
     assert not ends_sentence(line.replace(".", "").replace("۔", ""))
+
+
+def test_persian_everyday_words_are_flagged_only_beside_obscene_ones():
+    """کس ("anyone": هر کس "everyone") is in the LDNOOBW Persian list; it is in the
+    UDHR's Persian text 60 times, and its paragraphs were removed one by one. Now it
+    counts only beside an unambiguous entry (fa.ambiguous.txt)."""
+    words = flagged_words.load_flagged_words(languages=["fa"])
+    cleanup = flagged_words.FlaggedNodeCleanup(words, HeuristicsConfig().flagged_words.max_node_ratio)
+    clean = "هر کس حق دارد که از آزادی اندیشه، وجدان و مذهب بهره‌مند شود."
+    spam = "فیلم سکس رایگان برای هر کس که می‌خواهد ببیند."
+    doc = Document(
+        doc_id="fa", url="https://fa.example.com/", provenance=Provenance(warc_file="t"),
+        nodes=(TextNode(clean), TextNode(spam)), language="fa",
+    )
+    assert [n.text for n in cleanup(doc).text_nodes] == [clean]
+    assert flagged_words.find(clean, words.for_language("fa")).entries == {"کس": 1}
