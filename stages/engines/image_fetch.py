@@ -44,7 +44,7 @@ from urllib.parse import urljoin, urlsplit
 
 import aiohttp
 from protego import Protego
-from tenacity import AsyncRetrying, retry_if_result, stop_after_attempt, wait_exponential
+from tenacity import AsyncRetrying, retry_if_result, stop_after_attempt
 
 from mmcurate.filters import reasons
 from mmcurate.stages.config import ImagesConfig
@@ -398,16 +398,15 @@ class ImageFetcher:
         """GET ``url`` until its answer is neither 429 nor 5xx, at most
         ``retries + 1`` times, waiting ``backoff_seconds * 2**n`` or the server's
         ``Retry-After`` (whichever is longer) in between; the deadline around the
-        whole fetch bounds the waiting as well."""
+        whole fetch bounds the waiting as well. The first request is sent directly
+        (most answers need no other); tenacity's ``AsyncRetrying`` runs the rest."""
         config = self._config
-        backoff = wait_exponential(multiplier=config.backoff_seconds, exp_base=2)
 
-        def wait(retry_state) -> float:
-            return max(backoff(retry_state), retry_state.outcome.result().retry_after)
+        def backoff() -> float:  # after the latest attempt: backoff_seconds * 2**(attempts - 1)
+            return config.backoff_seconds * 2 ** (state["attempts"] - 1)
 
-        def give_up(retry_state) -> _Answer:
-            status = retry_state.outcome.result().status
-            raise _Failure(reasons.IMAGE_HTTP_STATUS, f"HTTP {status} after {retry_state.attempt_number} attempts", value=status)
+        def given_up(answer: _Answer) -> _Failure:
+            return _Failure(reasons.IMAGE_HTTP_STATUS, f"HTTP {answer.status} after {state['attempts']} attempts", value=answer.status)
 
         async def attempt() -> _Answer:
             state["attempts"] += 1
@@ -419,14 +418,24 @@ class ImageFetcher:
             # Cancelled (the deadline) while asking: "asking" stays set, for fetch().
             state["asking"] = False
             if answer.status == 429 or answer.retry_after > 0:
-                # The whole host waits, not only this URL (tenacity waits here as long).
-                self._slow_host(url, max(answer.retry_after, config.backoff_seconds * 2 ** (state["attempts"] - 1)))
+                # The whole host waits, not only this URL (the retry waits here as long).
+                self._slow_host(url, max(answer.retry_after, backoff()))
             return answer
+
+        answer = await attempt()
+        if not answer.retryable:
+            return answer
+        if config.retries == 0:
+            raise given_up(answer)
+        await asyncio.sleep(max(backoff(), answer.retry_after))
+
+        def give_up(retry_state) -> _Answer:
+            raise given_up(retry_state.outcome.result())
 
         retrying = AsyncRetrying(
             retry=retry_if_result(lambda answer: answer.retryable),
-            stop=stop_after_attempt(config.retries + 1),
-            wait=wait,
+            stop=stop_after_attempt(config.retries),
+            wait=lambda retry_state: max(backoff(), retry_state.outcome.result().retry_after),
             retry_error_callback=give_up,
         )
         return await retrying(attempt)

@@ -483,3 +483,13 @@ def test_candidates_are_fetched_in_order_until_one_is_retrieved(server):
     assert requested.index("/missing.jpg") < requested.index("/gone-1x.jpg") < requested.index("/ok.jpg")
     assert "/never.jpg" not in requested
     assert requested.count("/ok.jpg") == 1
+
+
+@pytest.mark.parametrize("retries", [0, 1, 2])
+def test_a_500_is_asked_retries_plus_one_times(server, retries):
+    config = CONFIG.model_copy(update={"retries": retries})
+    before = len(server.paths)
+    (result,), _ = fetch([base(server) + "/always-500.jpg"], config)
+    assert (result.reason, result.value, result.attempts) == (reasons.IMAGE_HTTP_STATUS, 500, retries + 1)
+    assert result.detail == f"HTTP 500 after {retries + 1} attempts"
+    assert server.paths[before:].count("/always-500.jpg") == retries + 1
