@@ -26,7 +26,7 @@ import json
 import re
 from dataclasses import dataclass
 from typing import Optional, Sequence
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from lxml import etree
 
@@ -74,6 +74,10 @@ class LeadHints:
     paths: frozenset[str] = frozenset()  # the same without the query string
     site_names: frozenset[str] = frozenset()
     page_url: str = ""
+    # The file names (last path segments, unquoted, lower case) of those URLs, to pass
+    # over without working out their URLs the images whose markup holds none of them;
+    # None when some URL has no file name.
+    file_names: Optional[frozenset[str]] = None
 
 
 def _json_ld_images(value: object, out: list[str], depth: int = 0) -> None:
@@ -122,9 +126,27 @@ def lead_hints(root: etree._Element, base: str, page_url: str) -> LeadHints:
             continue
     absolute = [u for u in (http_url(url, base) for url in urls) if u]
     keys = frozenset(capture_key(u) for u in absolute)
+    file_names = {unquote(urlsplit(u).path.rsplit("/", 1)[-1]).lower() for u in absolute}
     return LeadHints(
-        keys=keys, paths=frozenset(k.split("?", 1)[0] for k in keys), site_names=frozenset(names), page_url=page_url
+        keys=keys,
+        paths=frozenset(k.split("?", 1)[0] for k in keys),
+        site_names=frozenset(names),
+        page_url=page_url,
+        file_names=None if "" in file_names else frozenset(file_names),
     )
+
+
+def _may_be_named(record: ImageRecord, hints: LeadHints) -> bool:
+    """False when no attribute of the image (or of its ``<picture>``'s sources) holds
+    the file name of a URL the page names: it cannot be that image."""
+    if hints.file_names is None:
+        return True
+    values = list(record.element.attrib.values())
+    picture = next(record.element.iterancestors("picture"), None)
+    if picture is not None:
+        values.extend(v for source in picture.iter("source") for v in source.attrib.values())
+    text = unquote(" ".join(values)).lower()
+    return any(name in text for name in hints.file_names)
 
 
 def _links_elsewhere(anchor: etree._Element, hints: LeadHints) -> bool:
@@ -234,8 +256,9 @@ def lead_image(
     located text blocks."""
     # 1. The image the page names, wherever it is outside navigation and footers.
     if hints.keys:
-        navigation = {key for r in images if r.src and _in_navigation(r) for key in _record_keys(r)}
-        for record in images:
+        possible = [r for r in images if _may_be_named(r, hints)]
+        navigation = {key for r in possible if _in_navigation(r) and r.src for key in _record_keys(r)}
+        for record in possible:
             if (
                 record.usable
                 and _named(record, hints)
@@ -245,16 +268,16 @@ def lead_image(
                 and not _links_to_other_page(record, hints)
             ):
                 return record
-    sitewide = {key for r in images if in_sitewide_region(r.element) and r.src for key in _record_keys(r)}
+    sitewide: list[set[str]] = []  # the keys of the images of sitewide regions, found on first need
 
     def eligible(record: ImageRecord) -> bool:
-        return (
-            not in_sitewide_region(record.element)
-            and not _looks_like_logo(record, hints)
-            and not sitewide.intersection(_record_keys(record))
-            and not _links_to_other_page(record, hints)
-            and _large(record, config)
-        )
+        if in_sitewide_region(record.element) or _looks_like_logo(record, hints) or _links_to_other_page(record, hints):
+            return False
+        if not _large(record, config):
+            return False
+        if not sitewide:
+            sitewide.append({key for r in images if in_sitewide_region(r.element) and r.src for key in _record_keys(r)})
+        return not sitewide[0].intersection(_record_keys(record))
 
     # 2. The first large picture before the text.
     for record in images:
