@@ -11,7 +11,8 @@ each removed (``RULES``), and the extract stage counts those per rule.
   or ``doc-bibliography``);
 - ``footnote_marks``: the inline citation marks that point into those lists
   (MediaWiki's ``sup.reference`` "[12]", ``role="doc-noteref"``, Markdown's
-  ``a.footnote-ref``);
+  ``a.footnote-ref``), when they read as a mark ("[12]", "3", "a", "*"): Sphinx
+  writes ``a.reference`` on every cross-reference link, whose words stay;
 - ``navbox``: MediaWiki's navigation boxes and category links (``.navbox``,
   ``.vertical-navbox``, ``#catlinks``, ``.authority-control``);
 - ``edit_links``: "[edit]" section links (``.mw-editsection``, WordPress's
@@ -57,10 +58,14 @@ RULES = (TOC, REFERENCES, FOOTNOTE_MARKS, NAVBOX, EDIT_LINKS, JUMP_LINKS, COOKIE
 # Each rule's class or id names (one name at a time, lower case).
 _TOC_NAME = re.compile(r"(?:^|[-_])toc(?:$|[-_])|^toc(?:title|number|level|text|list)|table[-_]?of[-_]?contents|^lwptoc")
 _REFERENCES_NAME = re.compile(
-    r"^(?:mw-)?references?(?:[-_](?:wrap|list|columns|small|section))?$|^reflist|^refbegin"
+    r"^(?:mw-)?references(?:[-_](?:wrap|list|columns|small|section))?$|^reference[-_]list$|^reflist|^refbegin"
     r"|^footnotes(?:[-_](?:list|section|container|end-of-document))?$|^footnote[-_]list$|^endnotes$|^bibliography$"
 )
 _FOOTNOTE_MARK_NAME = re.compile(r"^(?:reference|footnote[-_]ref(?:erence)?|fn[-_]?ref|footnote)$")
+# What a footnote mark reads: "[12]", "12", "a", "*", "†" -- not a link's words (Sphinx
+# writes class="reference" on every cross-reference link).
+_MARK_TEXT = re.compile(r"^\s*\[?\s*(?:\d{1,4}|[a-z]{1,2}|[*†‡§¶]{1,3})\s*\]?\s*$", re.IGNORECASE)
+_LIST_TAGS = frozenset({"div", "ol", "ul", "dl", "section", "aside", "table", "details", "footer", "nav"})
 _NAVBOX_NAME = re.compile(r"^(?:vertical-)?navbox(?:$|[-_])|^catlinks$|^mw-normal-catlinks$|^authority-control$|^sistersitebox$")
 _EDIT_NAME = re.compile(r"^(?:mw-)?editsection$|^edit[-_]section$|^(?:post-)?edit[-_]link$|^editlink$")
 _JUMP_NAME = re.compile(
@@ -120,9 +125,11 @@ def _rule_of(el: etree._Element) -> Optional[str]:
     names = _names(el)
     if tag == "a" and "action=edit" in (el.get("href") or ""):
         return EDIT_LINKS
-    if role in ("doc-noteref",) or (tag in ("sup", "a") and _any(_FOOTNOTE_MARK_NAME, names)):
+    if (role == "doc-noteref" or (tag in ("sup", "a") and _any(_FOOTNOTE_MARK_NAME, names))) and _MARK_TEXT.match(
+        el.text_content()
+    ):
         return FOOTNOTE_MARKS
-    if role in ("doc-endnotes", "doc-bibliography") or _any(_REFERENCES_NAME, names):
+    if role in ("doc-endnotes", "doc-bibliography") or (tag in _LIST_TAGS and _any(_REFERENCES_NAME, names)):
         return REFERENCES
     label = (el.get("aria-label") or "").lower()
     if role == "doc-toc" or (tag == "nav" and "contents" in label) or _any(_TOC_NAME, names):

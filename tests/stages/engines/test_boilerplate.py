@@ -141,6 +141,10 @@ KEPT = [
     '<div class="cookie-recipe"><h2>Harbour biscuits</h2><p>Mix the flour, butter and sugar, then bake until golden.</p></div>',
     # A long "shared" section is not a share bar.
     '<div class="shared-history">' + "<p>The quay was shared by the fishing fleet and the coal trade for a century.</p>" * 8 + "</div>",
+    # Sphinx writes class="reference" on every cross-reference link: words, not marks.
+    '<p>See <a class="reference internal" href="#installing">Installing the survey tools</a> and '
+    '<a class="reference external" href="https://docs.example.org/">the reference manual</a> for details.</p>'
+    '<div class="reference"><p>A reference card: the tide tables for the quay, month by month.</p></div>',
     # A table of contents class on text that is not mostly links.
     '<div class="toc-intro"><p>This guide has three parts: the history of the quay, its trade, and its restoration.</p></div>',
 ]
