@@ -81,6 +81,7 @@ _COOKIE_NAME = re.compile(
 _SHARE_NAME = re.compile(r"shar(?:e|ing)|sharedaddy|addtoany|^a2a|shareaholic|sharethis|^ssba|(?:^|[-_])socials?(?:$|[-_])")
 
 _HEADINGS = ("h2", "h3", "h4", "h5", "h6")
+_ALL_HEADINGS = ("h1", *_HEADINGS)
 _PROTECTED = ("h1", "article", "main")
 _NEVER = frozenset({"html", "body", "head", "article", "main", "h1"})
 
@@ -108,8 +109,25 @@ def _controls(el: etree._Element) -> int:
     return sum(1 for _ in el.iter("a", "button"))
 
 
+_NOT_SLUG = re.compile(r"[^a-z0-9]+")
+
+
+def _slug(text: str) -> str:
+    return _NOT_SLUG.sub("-", text.lower()).strip("-")
+
+
 def _names(el: etree._Element) -> list[str]:
-    return [*(el.get("class") or "").lower().split(), *(el.get("id") or "").lower().split()]
+    """The element's class names and id, lower case; not an id made from the text of its
+    own heading (Markdown renderers, Sphinx and table-of-contents plugins write
+    ``<h2 id="shared-state-concurrency">``, ``<section id="cookie-policy">``)."""
+    names = (el.get("class") or "").lower().split()
+    ident = (el.get("id") or "").lower().strip()
+    if ident:
+        heading = el if tag_of(el) in _ALL_HEADINGS else next(el.iter(*_ALL_HEADINGS), None)
+        slug = _slug(ident)
+        if heading is None or not slug or slug not in _slug(heading.text_content()):
+            names.append(ident)
+    return names
 
 
 def _any(pattern: re.Pattern, names: list[str]) -> bool:
@@ -119,8 +137,8 @@ def _any(pattern: re.Pattern, names: list[str]) -> bool:
 def _rule_of(el: etree._Element) -> Optional[str]:
     """The rule that removes ``el``, or None."""
     tag = tag_of(el)
-    if tag in _NEVER:
-        return None
+    if tag in _NEVER or tag in _HEADINGS:
+        return None  # a heading is removed only with the section a rule leaves empty
     role = (el.get("role") or "").strip().lower()
     names = _names(el)
     if tag == "a" and "action=edit" in (el.get("href") or ""):

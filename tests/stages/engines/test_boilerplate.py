@@ -145,6 +145,10 @@ KEPT = [
     '<p>See <a class="reference internal" href="#installing">Installing the survey tools</a> and '
     '<a class="reference external" href="https://docs.example.org/">the reference manual</a> for details.</p>'
     '<div class="reference"><p>A reference card: the tide tables for the quay, month by month.</p></div>',
+    # Ids made from a heading's text (mdBook, Markdown renderers, Sphinx sections).
+    '<h2 id="shared-state-concurrency"><a class="header" href="#shared-state-concurrency">Shared-State Concurrency</a></h2>'
+    "<p>Message passing is a fine way of handling concurrency, but it is not the only one.</p>",
+    '<section id="cookie-policy"><h2>Cookie policy</h2><p>The harbour office sells biscuits on Saturdays.</p></section>',
     # A table of contents class on text that is not mostly links.
     '<div class="toc-intro"><p>This guide has three parts: the history of the quay, its trade, and its restoration.</p></div>',
 ]
