@@ -46,6 +46,8 @@ import re
 import threading
 import time
 import uuid
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Iterable, Optional
 
 import apache_beam as beam
@@ -285,6 +287,10 @@ class FetchImagesFn(beam.DoFn):
         config = self._config
         self._counters = StageCounters(STAGE)
         self._files = FetchedFiles(self._fetched_dir) if self._fetched_dir else None
+        # Staged files are read and written on threads of their own (a gs:// file is
+        # a request each), not one after another in the Beam thread.
+        self._io = ThreadPoolExecutor(_STAGING_THREADS, "mmcurate-fetched-files") if self._files is not None else None
+        self._writes: deque[Future] = deque()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="mmcurate-image-fetch", daemon=True)
         self._thread.start()
@@ -303,6 +309,8 @@ class FetchImagesFn(beam.DoFn):
         self._requests = 0
 
     def teardown(self) -> None:
+        if getattr(self, "_io", None) is not None:
+            self._io.shutdown(wait=True)
         loop = getattr(self, "_loop", None)
         if loop is None or loop.is_closed():
             return
@@ -327,6 +335,7 @@ class FetchImagesFn(beam.DoFn):
             self._loop.call_soon_threadsafe(self._scheduler.cancel)
             self._results = queue.SimpleQueue()
             self._outstanding = 0
+            self._writes = deque()  # and its staging writes: a file written is whole, or absent
 
     def process(self, element: tuple[str, Iterable[tuple[str, tuple[str, ...]]]]) -> Iterable[ImageResult]:
         started = time.perf_counter()
@@ -334,19 +343,17 @@ class FetchImagesFn(beam.DoFn):
         staged = self._files.present(host) if self._files is not None else set()
         batch: list[tuple[str, tuple[str, ...]]] = []
         for want in wants:
-            if staged:
-                path = self._files.path(host, want[0])
-                if path in staged:
-                    result = self._from_staging(host, want, path)
-                    if result is not None:
-                        yield result
-                        continue
-            batch.append(want)
+            path = self._files.path(host, want[0]) if staged else ""
+            if path in staged:
+                self._outstanding += 1
+                self._io.submit(self._read_staged, want, path, self._results)
+            else:
+                batch.append(want)
             if len(batch) >= self._config.batch_size or self._outstanding + len(batch) >= self._config.max_pending_urls:
                 self._submit(host, batch)
                 batch = []
-                while self._outstanding >= self._config.max_pending_urls:  # back-pressure
-                    yield from self._wait_for_results()
+            while self._outstanding >= self._config.max_pending_urls:  # back-pressure
+                yield from self._wait_for_results()
         if batch:
             self._submit(host, batch)
         yield from self._finished_results()
@@ -358,10 +365,12 @@ class FetchImagesFn(beam.DoFn):
         while self._outstanding:
             for result in self._wait_for_results():
                 yield GlobalWindows.windowed_value_at_end_of_window(result)
+        while self._writes:  # the bundle's fetches are staged when it ends
+            self._writes.popleft().result()
         self._count_requests()
         self._counters.micros(started)
 
-    # -- between the Beam thread and the loop -------------------------------------------
+    # -- between the Beam thread, the loop and the staging threads ------------------------
 
     def _submit(self, host: str, wants: list[tuple[str, tuple[str, ...]]]) -> None:
         self._outstanding += len(wants)
@@ -371,29 +380,59 @@ class FetchImagesFn(beam.DoFn):
         """The results finished so far, without waiting."""
         while self._outstanding:
             try:
-                want, fetched = self._results.get_nowait()
+                item = self._results.get_nowait()
             except queue.Empty:
                 return
-            self._taken()
-            yield self._result(want, fetched)
+            result = self._take(*item)
+            if result is not None:
+                yield result
 
     def _wait_for_results(self) -> Iterable[ImageResult]:
-        """At least one result (waiting for it), then any others finished."""
+        """Waits for the next item, then takes any others finished."""
         while True:
             try:
-                want, fetched = self._results.get(timeout=_POLL_SECONDS)
+                item = self._results.get(timeout=_POLL_SECONDS)
                 break
             except queue.Empty:
                 if not self._thread.is_alive():
                     raise RuntimeError("the image fetch loop stopped with URLs outstanding") from None
-        self._taken()
-        yield self._result(want, fetched)
+        result = self._take(*item)
+        if result is not None:
+            yield result
         yield from self._finished_results()
 
-    def _taken(self) -> None:
-        """One result taken off the queue: the loop may start another URL."""
+    def _take(self, origin: str, want: tuple[str, tuple[str, ...]], item: Optional[Fetched]) -> Optional[ImageResult]:
+        """The result of one item off the queue: a fetch (the loop may start another
+        URL) or a staged file read (None when it was unusable: the URL is fetched)."""
         self._outstanding -= 1
-        self._loop.call_soon_threadsafe(self._scheduler.claim, 1)
+        if origin == _FETCHED:
+            self._loop.call_soon_threadsafe(self._scheduler.claim, 1)
+            return self._result(want, item)
+        if item is None:
+            self._submit(politeness_host(want[0]), [want])
+            return None
+        self._counters.inc("http.from_staging")
+        result = self._normalized(want[0], item)
+        count_result(self._counters, result)
+        return result
+
+    def _read_staged(self, want: tuple[str, tuple[str, ...]], path: str, results: queue.SimpleQueue) -> None:
+        """On a staging thread: a staged file's fetch to the queue, None if unusable."""
+        try:
+            fetched = self._files.read(path, want[0])
+        except Exception as exc:  # unreadable: fetch it again
+            log.warning("staged fetch %s unreadable, fetching again: %s: %s", path, type(exc).__name__, exc)
+            fetched = None
+        results.put((_STAGED, want, fetched))
+
+    def _stage(self, url: str, item: Fetched) -> None:
+        """Writes a fetched body to staging on a staging thread; a write that failed
+        fails the bundle (here or in finish_bundle), as Beam's own sinks do."""
+        while self._writes and self._writes[0].done():
+            self._writes.popleft().result()
+        while len(self._writes) >= self._config.concurrency:  # bodies waiting to be written stay bounded
+            self._writes.popleft().result()
+        self._writes.append(self._io.submit(self._files.write, politeness_host(url), url, item))
 
     def _count_requests(self) -> None:
         requests = self._fetcher.requests
@@ -402,19 +441,6 @@ class FetchImagesFn(beam.DoFn):
             self._requests = requests
 
     # -- results -----------------------------------------------------------------------
-
-    def _from_staging(self, host: str, want: tuple[str, tuple[str, ...]], path: str) -> Optional[ImageResult]:
-        try:
-            fetched = self._files.read(path, want[0])
-        except Exception as exc:  # unreadable: fetch it again
-            log.warning("staged fetch %s unreadable, fetching again: %s: %s", path, type(exc).__name__, exc)
-            return None
-        if fetched is None:
-            return None
-        self._counters.inc("http.from_staging")
-        result = self._normalized(want[0], fetched)
-        count_result(self._counters, result)
-        return result
 
     def _result(self, want: tuple[str, tuple[str, ...]], item: Fetched) -> ImageResult:
         url = want[0]
@@ -430,7 +456,7 @@ class FetchImagesFn(beam.DoFn):
             )
         else:
             if self._files is not None:
-                self._files.write(politeness_host(url), url, item)
+                self._stage(url, item)
             result = self._normalized(url, item)
         count_result(self._counters, result)
         return result
@@ -440,9 +466,16 @@ class FetchImagesFn(beam.DoFn):
         return result if item.url == url else dataclasses.replace(result, source_url=item.url)
 
 
+# What an item of a FetchImagesFn's queue comes from.
+_FETCHED = "fetched"
+_STAGED = "staged"
+# Threads per DoFn instance that read and write staged files.
+_STAGING_THREADS = 16
+
+
 def _report(results: queue.SimpleQueue, want: tuple[str, tuple[str, ...]], fetched: Fetched) -> None:
     """The scheduler's ``on_done``: a finished URL to the queue of its bundle."""
-    results.put((want, fetched))
+    results.put((_FETCHED, want, fetched))
 
 
 def _by_host(want: tuple[str, tuple[str, ...]]) -> tuple[str, tuple[str, tuple[str, ...]]]:

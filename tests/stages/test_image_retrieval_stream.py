@@ -159,3 +159,38 @@ def test_two_worker_processes_still_fetch_robots_txt_once_per_host():
         assert max(web.in_flight.peak.values()) <= CONFIG.per_host_concurrency
     finally:
         web.stop()
+
+
+def test_staging_on_an_object_store_reads_its_files_several_at_once(web, tmp_path, monkeypatch):
+    """fetched_dir on an object store (``mmfake://``, as gs:// behaves: no directories,
+    a rename is a copy): the rerun fetches nothing and reads the staged files on
+    several threads at once, not one after another in the Beam thread."""
+    import threading
+
+    import fakefs
+
+    fakefs.FakeObjectStore.root = tmp_path
+    images = [web.url(h, f"/img/{i}.jpg") for h in range(2) for i in range(8)]
+    wants = [(u, ()) for u in images]
+    expected = [(u, "ok", "", GOOD_ID) for u in images]
+    root = fakefs.PREFIX + "bucket/fetched"
+    _retrieve(CONFIG, wants, expected, fetched_dir=root)
+    assert len([p for p in (tmp_path / "bucket" / "fetched").rglob("*") if p.is_file()]) == 16
+
+    lock, now, peak = threading.Lock(), [0], [0]
+    real_open = fakefs.FakeObjectStore.open
+
+    def slow_open(self, path, *args, **kwargs):
+        with lock:
+            now[0] += 1
+            peak[0] = max(peak[0], now[0])
+        time.sleep(0.1)
+        with lock:
+            now[0] -= 1
+        return real_open(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(fakefs.FakeObjectStore, "open", slow_open)
+    web.log.clear()
+    counters = _retrieve(CONFIG, wants, expected, fetched_dir=root)
+    assert [p for _, _, p in web.log if p != "/robots.txt"] == []
+    assert counters["http.from_staging"] == 16 and peak[0] >= 4
