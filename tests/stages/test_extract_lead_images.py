@@ -103,6 +103,19 @@ def test_a_picture_after_an_opening_paragraph_stays_in_the_body():
             assert kinds == ["TextNode", "TextNode", "ImageNode", "TextNode", "TextNode"], kinds
 
 
+def test_og_image_of_a_body_picture_after_the_opening_stays_in_the_body():
+    """A blog without a featured image names its first body picture in og:image: the
+    picture keeps its place after the opening paragraph."""
+    html = (
+        '<html><head><meta property="og:image" content="https://blog.example.org/img/quay.jpg?w=1200"></head><body>'
+        f"<article><h1>A week at the harbour</h1><p>{ARTICLE_OPENING}</p>"
+        "<figure><img src='/img/quay.jpg' width='800' height='600' alt=''></figure>"
+        f"<p>{ARTICLE_CLOSING}</p></article></body></html>"
+    )
+    nodes = extract_trafilatura(html, "https://blog.example.org/2024/harbour", ExtractConfig()).nodes
+    assert [type(n).__name__ for n in nodes] == ["TextNode", "TextNode", "ImageNode", "TextNode"]
+
+
 def test_lead_image_off_keeps_the_page_order():
     page = medium(0)
     nodes = extract_trafilatura(page.html, page.url, ExtractConfig(lead_image=False)).nodes

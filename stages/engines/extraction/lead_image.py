@@ -3,7 +3,8 @@
 1. the image the page names as its own (``og:image``, JSON-LD ``image``, in any
    rendition) wherever it is on the page -- above the headline, in the article's
    header, in a media column beside the body (an ``<aside>``) -- but not in
-   navigation, a footer or a form;
+   navigation, a footer or a form, and not a picture the body shows after its
+   opening paragraph (that one stays in its place);
 2. else the first large picture before the extracted text, within
    ``lead_image_max_chars`` of page text before it: declared at least
    ``lead_image_min_size``, or offered in several sizes (``srcset``, ``<picture>``),
@@ -254,7 +255,12 @@ def lead_image(
     """The page's lead image (see the module doc), or None. ``placed``: the images the
     content already holds; ``blocks``: the (DOM order, tag, owner element) of the
     located text blocks."""
-    # 1. The image the page names, wherever it is outside navigation and footers.
+    def under_header(record: ImageRecord) -> bool:
+        """Only the article's header (headings, header parts) comes before it."""
+        return all(tag in _HEADINGS or _header_like(owner) for order, tag, owner in blocks if order < record.order)
+
+    # 1. The image the page names, wherever it is outside navigation and footers, and
+    # not a picture the body shows after its opening (which stays where it is).
     if hints.keys:
         possible = [r for r in images if _may_be_named(r, hints)]
         navigation = {key for r in possible if _in_navigation(r) and r.src for key in _record_keys(r)}
@@ -267,6 +273,8 @@ def lead_image(
                 and not _looks_like_logo(record, hints)
                 and not _links_to_other_page(record, hints)
             ):
+                if any(r is record for r in placed) and record.order > first_order and not under_header(record):
+                    break
                 return record
     sitewide: list[set[str]] = []  # the keys of the images of sitewide regions, found on first need
 
@@ -293,7 +301,7 @@ def lead_image(
             continue
         if record.flat_offset - first_offset > config.lead_image_max_chars:
             break
-        if not all(tag in _HEADINGS or _header_like(owner) for order, tag, owner in blocks if order < record.order):
+        if not under_header(record):
             break  # an opening paragraph comes before it: the picture is the body's
         if eligible(record):
             return record
