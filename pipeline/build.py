@@ -72,7 +72,10 @@ class Phase:
 
 
 def plan_phases(config: Config) -> list[Phase]:
-    """The phases of a run: a new one at each stage of ``STAGED_STAGES``."""
+    """The phases of a run: a new one at each stage of ``STAGED_STAGES``. A run with
+    none ends with a ``write`` phase of no stage, so that its first phase, too,
+    stages what it keeps by input range (what a killed run resumes from) and the
+    output tables are written by one Beam sink, from staging."""
     groups: list[tuple[str, list[str]]] = [("read", [])]
     for stage in config.run.stages:
         if stage == "recycle":
@@ -80,6 +83,8 @@ def plan_phases(config: Config) -> list[Phase]:
         if stage in STAGED_STAGES:
             groups.append((stage, []))
         groups[-1][1].append(stage)
+    if len(groups) == 1:
+        groups.append(("write", []))
     return [Phase(i, name, tuple(stages), i == len(groups) - 1) for i, (name, stages) in enumerate(groups)]
 
 
@@ -102,7 +107,7 @@ def build_phase(
     reader: beam.PTransform | None = None,
     tables: Optional[str] = None,
     done_ranges: Optional[Mapping[str, int]] = None,
-) -> bool:
+) -> None:
     """Adds one phase to ``pipeline``; its outputs go to ``phase_dir(staging, phase)``.
 
     Phase 0 reads ``inputs`` (``reader``, e.g. ``ReadWarcIndex``, replaces
@@ -113,10 +118,8 @@ def build_phase(
     staged only when it opens a later phase; in phase 0 it joins in memory.
 
     With ``done_ranges`` (range id -> its pages; maybe empty) the first phase stages
-    its outputs per input range when it can (``Funnel.stages_ranges``), skipping the ranges named
-    there, which an earlier run staged. A first phase that is also the last then
-    leaves its tables in parts, to be assembled into ``tables`` after the pipeline
-    has run (``range_outputs.assemble_tables``): the return value says so.
+    its outputs per input range when it can (``Funnel.stages_ranges``), skipping the
+    ranges named there, which an earlier run staged.
     """
     here = phase_dir(staging, phase)
     funnel = Funnel(pipeline, config, phase, here, done_ranges)
@@ -133,15 +136,11 @@ def build_phase(
     funnel.scoring(scoring_accelerator(pipeline))
     if not phase.final:
         funnel.stage_outputs()
-        return False
+        return
     funnel.redact_personal_data()
-    if funnel.ranged:
-        funnel.write_ranges()
-        return True
     funnel.gather_decisions([phase_dir(staging, p) for p in phases[: phase.index]])
     funnel.recycle(scoring_accelerator(pipeline))
     funnel.write(tables or beam_files.join(here, TABLES_DIR))
-    return False
 
 
 def build_pipeline(
@@ -229,6 +228,8 @@ class Funnel:
         """The documents the phase before staged (and, for images and recycle, the
         images phase 0 set aside)."""
         self.staged = self.pipeline | "ReadStaged" >> ReadStaged([beam_files.join(previous, STAGED_DOCS)])
+        if not self.phase.stages:  # the write phase: the staged documents are what it keeps
+            self.docs = self.staged.records | "StagedDocuments" >> beam.Values()
         if self._needs_captured():
             self.captured = read_all([beam_files.join(first, STAGED_CAPTURED)], self.pipeline, "ReadCaptured")
 
@@ -274,13 +275,11 @@ class Funnel:
         return self.done_ranges is not None and stages_by_range(self.config, self.phase, reader)
 
     def _range_staging(self) -> RangeStaging:
-        final = self.phase.final
         return RangeStaging(
             self.here,
-            range_outputs.range_tables(self.here, final),
+            range_outputs.range_tables(self.here),
             dict(self.done_ranges),
-            self._needs_captured() and not final,
-            range_outputs.range_formats(self.config.write, final),
+            self._needs_captured(),
         )
 
     def stage_outputs(self) -> None:
@@ -339,12 +338,6 @@ class Funnel:
         compact = self.all_decisions | "CompactDecisions" >> beam.Map(without_document)
         self.all_decisions = (compact, recycled.decisions) | "WithPairDecisions" >> beam.Flatten()
 
-    def write_ranges(self) -> None:
-        """The last phase when it is the first and stages per range: the tables' rows in
-        parts, assembled after the run (``range_outputs``)."""
-        docs = progress.count(self.docs, "CountKept", "write")
-        range_outputs.write_ranges(self.range_staging, docs, self.decisions, self.config.write)
-
     def write(self, tables: str) -> None:
         docs = progress.count(self.docs, "CountKept", "write")
         outputs = (docs, self.all_decisions, self._image_rows(), self.pairs)
@@ -389,15 +382,10 @@ class Funnel:
 
 def stages_by_range(config: Config, phase: Phase, reader: Optional[beam.PTransform]) -> bool:
     """Whether ``phase`` of ``mmcurate run`` stages its outputs per input range
-    (``stages/range_staging.py``): the first phase, reading WARC files (cut into
-    ranges; whole files without ``read.reshuffle`` or under ``read.limit``) or
-    CC-index pointers (in batches), unless it is the last and recycles (recycling
-    reads every decision row at once)."""
-    return (
-        phase.index == 0
-        and not (phase.final and "recycle" in config.run.stages)
-        and (reader is None or isinstance(reader, ReadWarcIndex))
-    )
+    (``stages/range_staging.py``): the first phase of several, reading WARC files
+    (cut into ranges; whole files without ``read.reshuffle`` or under ``read.limit``)
+    or CC-index pointers (in batches)."""
+    return phase.index == 0 and not phase.final and (reader is None or isinstance(reader, ReadWarcIndex))
 
 
 def _gather(decisions: list, keep_documents: bool, label: str) -> beam.PCollection:

@@ -3,15 +3,9 @@
 Each phase is an ordinary Beam pipeline that the run's runner runs as it is. A
 finished phase is recorded in staging (``_COMPLETE.json``, with its counters) by
 this process once its pipeline has finished, so a rerun of the same config on the
-same input files skips it. Inside the first phase, each input range that was staged
-whole is recorded too, by the step that wrote its files (its marker, with its
-counters: ``stages/range_staging.py``), so a rerun reads only the other ranges and
-adds the finished ones' counters to its own. When the first phase is also the last,
-its ranges' parts of the output tables are assembled once its pipeline has run,
-before the phase is recorded as finished: by this process when staging is on a
-local disk (``range_outputs.assemble_tables``), by a Beam pipeline of the run's
-runner, one task per output file, when it is on a remote filesystem
-(``stages/assemble.py``).
+same input files skips it. Inside the first phase, each input range whose files are
+whole is kept too (``stages/range_staging.py``): a rerun reads only the other ranges
+and adds the finished ones' counters to its own.
 """
 
 from __future__ import annotations
@@ -29,21 +23,17 @@ from apache_beam.runners.runner import PipelineState
 
 from mmcurate.pipeline import beam_files
 from mmcurate.pipeline.build import (
-    STAGED_CAPTURED,
-    STAGED_DECISIONS,
-    STAGED_DOCS,
     TABLES_DIR,
     Phase,
     build_phase,
     phase_dir,
 )
-from mmcurate.pipeline.range_outputs import LOOSE_DIR, PART_TABLES, assemble_tables, plan_tables
+from mmcurate.pipeline.range_outputs import STAGED_TABLES
 from mmcurate.pipeline.config import Config
 from mmcurate.pipeline.progress import ProgressMonitor, counts_from_counters
 from mmcurate.pipeline.run_results import RunError, query_counters
 from mmcurate.runners import direct
 from mmcurate.stages import read
-from mmcurate.stages.assemble import AssembleFiles
 from mmcurate.stages.engines import staging_files
 from mmcurate.stages.range_staging import NAMESPACE as RANGES_NAMESPACE
 from mmcurate.stages.range_staging import RANGES_READ, finish_ranges, whole_ranges
@@ -55,27 +45,6 @@ def _run(pipeline: beam.Pipeline) -> tuple[Any, Any]:
     """Runs ``pipeline`` to the end: (result, final state)."""
     result = pipeline.run()
     return result, result.wait_until_finish()
-
-
-def _assembles_here(here: str) -> bool:
-    return beam_files.is_local(here)
-
-
-def _assemble(here: str, options: PipelineOptions, config: Config) -> None:
-    """The output tables of a run's only phase from its parts (``range_outputs``):
-    here when the parts are on this machine's disk; else by the run's runner, whose
-    workers read and write the remote filesystem in parallel."""
-    tables = beam_files.join(here, TABLES_DIR)
-    if _assembles_here(here):
-        assemble_tables(here, tables, config)
-        return
-    pipeline = beam.Pipeline(runner=direct.runner_for(options), options=options)
-    _ = pipeline | "AssembleTables" >> AssembleFiles(
-        plan_tables(here, tables, config), config.write.compression, config.write.row_group_size
-    )
-    _, state = _run(pipeline)
-    if state not in (PipelineState.DONE, None):
-        raise RunError(f"assembling the output tables ended in state {state}; nothing was published (staging kept at {here})")
 
 
 COMPLETE = "_COMPLETE.json"
@@ -171,15 +140,12 @@ def run_phases(
 
 
 def _run_phase(phases, phase, root, options, patterns, config, reader, done_ranges) -> Optional[dict]:
-    """Builds and runs one phase's pipeline (and assembles a run's only phase's
-    tables): its counters (``query_counters``)."""
+    """Builds and runs one phase's pipeline: its counters (``query_counters``)."""
     pipeline = beam.Pipeline(runner=direct.runner_for(options), options=options)
-    in_parts = build_phase(pipeline, phases, phase, root, patterns, config, reader=reader, done_ranges=done_ranges)
+    build_phase(pipeline, phases, phase, root, patterns, config, reader=reader, done_ranges=done_ranges)
     result, state = _run(pipeline)
     if state not in (PipelineState.DONE, None):
         raise RunError(f"phase {phase.dirname} ended in state {state}; nothing was published (staging kept at {root})")
-    if in_parts:
-        _assemble(phase_dir(root, phase), options, config)
     return query_counters(result)
 
 
@@ -187,7 +153,7 @@ def _progress_counts(phase: Phase, counters: dict[tuple[str, str], int]) -> dict
     """The progress counts of a phase's counters; in the last phase, the documents its
     last stage kept are those the write stage counts."""
     counts = counts_from_counters(counters)
-    if phase.final:
+    if phase.final and (phase.index == 0 or phase.stages):  # the write phase of no stage counts none
         last = ("read", "extract", *phase.stages)[-1] if phase.index == 0 else phase.stages[-1]
         counts["write.kept"] = counts.get(f"{last}.kept", 0)
     return counts
@@ -205,8 +171,6 @@ def _range_bytes(markers, patterns: Sequence[str]) -> int:
     return total
 
 
-# Every table a first phase writes per range: staging tables, or a run's only phase's parts.
-STAGED_TABLES = (STAGED_DOCS, STAGED_DECISIONS, STAGED_CAPTURED, *PART_TABLES)
 
 
 def _resumable_ranges(here: str, phase: Phase, config: Config) -> dict[str, dict]:
@@ -215,9 +179,9 @@ def _resumable_ranges(here: str, phase: Phase, config: Config) -> dict[str, dict
     the phase is removed, to be read again."""
     if not beam_files.exists(here):
         return {}
-    needs_captured = not phase.final and ("images" in config.run.stages or "recycle" in config.run.stages)
+    needs_captured = "images" in config.run.stages or "recycle" in config.run.stages
     finished = finish_ranges(here, STAGED_TABLES, needs_captured, ("read", "extract", *phase.stages))
-    for name in ("blobs", TABLES_DIR, LOOSE_DIR):
+    for name in ("blobs", TABLES_DIR):
         beam_files.remove(beam_files.join(here, name))
     if finished:
         log.info("phase %s: %d input range(s) finished by an earlier run are kept", here, len(finished))
@@ -229,6 +193,6 @@ def _resumable_ranges(here: str, phase: Phase, config: Config) -> dict[str, dict
 def kept_ranges(root: str, phases: Sequence[Phase], config: Config) -> int:
     """The input ranges of the first phase a rerun would keep (``whole_ranges``)."""
     phase = phases[0]
-    needs_captured = not phase.final and ("images" in config.run.stages or "recycle" in config.run.stages)
+    needs_captured = "images" in config.run.stages or "recycle" in config.run.stages
     whole, _, _ = whole_ranges(phase_dir(root, phase), STAGED_TABLES, needs_captured, ("read", "extract", *phase.stages))
     return len(whole)

@@ -42,8 +42,6 @@ from apache_beam.pvalue import TaggedOutput
 from mmcurate.schemas import KIND_REJECTED, SUBJECT_PAGE, Decision, Document
 from mmcurate.stages.config import ReadConfig
 from mmcurate.stages.engines.staging_files import (
-    STAGED,
-    TableFormat,
     TableWriter,
     marker_path,
     range_id,
@@ -60,10 +58,8 @@ from mmcurate.stages.read import STAGE as READ_STAGE
 from mmcurate.stages.read_index import ReadBatchFn
 from mmcurate.stages.results import COUNTER_KEPT, ERRORS, REJECTED, error_counter, rejected_counter
 
-# Tables and what a page ends as in them: a staged document (``docs``, or the output
-# table ``documents`` when the phase is the run's last) or a decision row.
+# The staging tables: a page ends as a staged document or a decision row.
 DOCS = "docs"
-DOCUMENTS = "documents"
 DECISIONS = "decisions"
 CAPTURED = "captured"
 
@@ -76,15 +72,13 @@ RANGES_READ = "ranges_read"
 @dataclasses.dataclass(frozen=True)
 class RangeStaging:
     """Where and how a phase stages per input range: ``tables`` (table -> directory)
-    under ``phase_dir``, ``formats`` (how a table other than a staging table is
-    written), the ranges an earlier run finished (``done``: range id -> the pages its
+    under ``phase_dir``, the ranges an earlier run finished (``done``: range id -> the pages its
     marker counted) and whether captured images are staged."""
 
     phase_dir: str
     tables: Mapping[str, str]
     done: Mapping[str, int]
     needs_captured: bool
-    formats: Mapping[str, TableFormat] = dataclasses.field(default_factory=dict)
 
 
 class _StagedReading:
@@ -241,8 +235,7 @@ class StageRecordsFn(beam.DoFn):
             self._close()
             staging = self._staging
             final = range_part(FileSystems, staging.tables[self._table], rid, self._output, prov.offset)
-            form = staging.formats.get(self._table, STAGED)
-            run = self._run = _RunOfRange(rid, prov.offset, TableWriter(FileSystems, final, form))
+            run = self._run = _RunOfRange(rid, prov.offset, TableWriter(FileSystems, final))
         run.writer.add(self._row(record))
         if isinstance(record, Decision):
             key = (record.subject, record.stage, record.kind, record.reason)

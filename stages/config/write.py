@@ -14,9 +14,7 @@ from mmcurate.stages.config.base import Section as _Section
 
 
 class WriteConfig(_Section):
-    # Files per table. 0: in a run of one phase (its tables assembled from per-range
-    # parts, docs/scale.md) one file per 128 MB of parts (ours:
-    # stages/engines/table_assembly.TARGET_FILE_BYTES); elsewhere the runner chooses.
+    # Files per table. 0: Beam's file sink chooses (one per bundle that wrote rows).
     num_shards: int = Field(default=0, ge=0)
     # Rows per Parquet row group.
     row_group_size: int = Field(default=1000, gt=0)

@@ -136,56 +136,32 @@ def marker_path(fs, phase_dir: str, rid: str) -> str:
     return fs.join(phase_dir, MARKERS, f"{rid}.json")
 
 
-@dataclass(frozen=True)
-class TableFormat:
-    """How a range's file of one table is written: its Arrow schema, codec and the
-    rows of a row group (``record_bytes``: the bytes of a row that also close a row
-    group at ``ROW_GROUP_BYTES``, None to go by rows alone)."""
-
-    schema: pa.Schema
-    compression: str = "zstd"
-    rows_per_group: int = ROWS_PER_UNIT
-    record_bytes: Optional[Callable[[dict], int]] = None
-
-
-def _staged_bytes(row: dict) -> int:
-    return len(row["record"])
-
-
-# A staging table's format: a row group is a unit (ROWS_PER_UNIT records, at most ~8 MB).
-STAGED = TableFormat(STAGED_SCHEMA, record_bytes=_staged_bytes)
-
-
 class TableWriter:
-    """Rows of one table to a temporary file, a row group per ``rows_per_group`` rows
-    (for staging tables: a unit, ``ROWS_PER_UNIT`` rows or ``ROW_GROUP_BYTES``);
+    """Rows of a staging table to a temporary file, a row group (a unit) per
+    ``ROWS_PER_UNIT`` rows or ``ROW_GROUP_BYTES``;
     ``commit`` closes it with facts in its footer and renames it to ``final``, replacing
     a file of that name an earlier attempt left."""
 
-    def __init__(self, fs, final: str, form: TableFormat = STAGED):
+    def __init__(self, fs, final: str):
         self._fs = fs
         self.final = final
         self.temp = f"{final[: -len('.parquet')]}{_TMP}{uuid.uuid4().hex[:8]}.parquet"
-        self._form = form
         self._fh = fs.create(self.temp)
-        self._writer = pq.ParquetWriter(
-            self._fh, form.schema, compression=form.compression, use_compliant_nested_type=True
-        )
+        self._writer = pq.ParquetWriter(self._fh, STAGED_SCHEMA, compression="zstd", use_compliant_nested_type=True)
         self._rows: list[dict] = []
         self._bytes = 0
         self.rows = 0
 
     def add(self, row: dict) -> None:
         self._rows.append(row)
-        if self._form.record_bytes is not None:
-            self._bytes += self._form.record_bytes(row)
+        self._bytes += len(row["record"])
         self.rows += 1
-        if len(self._rows) >= self._form.rows_per_group or self._bytes >= ROW_GROUP_BYTES:
+        if len(self._rows) >= ROWS_PER_UNIT or self._bytes >= ROW_GROUP_BYTES:
             self._flush()
 
     def _flush(self) -> None:
         if self._rows:
-            self._writer.write_table(pa.Table.from_pylist(self._rows, schema=self._form.schema))
+            self._writer.write_table(pa.Table.from_pylist(self._rows, schema=STAGED_SCHEMA))
             self._rows, self._bytes = [], 0
 
     def commit(self, facts: Mapping[str, Any]) -> None:
