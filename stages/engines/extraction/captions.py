@@ -122,19 +122,43 @@ def _figure_images(figure: etree._Element, shown: set[etree._Element]) -> list[e
     return [img for img in figure.iter(*IMAGE_TAGS) if img in shown and _captioned_figure(img) is figure]
 
 
+def _image_block(el: Optional[etree._Element], shown: set[etree._Element]) -> Optional[etree._Element]:
+    """The one image of ``el`` when ``el`` is a block around that image and no text (not
+    the image itself: a caption after two images side by side names neither)."""
+    if el is None or not isinstance(el.tag, str) or el.tag in IMAGE_TAGS or squash(el.text_content()):
+        return None
+    images = [img for img in el.iter(*IMAGE_TAGS) if img in shown]
+    return images[0] if len(images) == 1 else None
+
+
+def _sibling(el: etree._Element, forward: bool) -> Optional[etree._Element]:
+    sibling = el.getnext() if forward else el.getprevious()
+    while sibling is not None and not isinstance(sibling.tag, str):
+        sibling = sibling.getnext() if forward else sibling.getprevious()
+    return sibling
+
+
 def _classed_owner(caption: etree._Element, shown: set[etree._Element]) -> Optional[etree._Element]:
-    """The one image beside a classed caption element, in its container at most
-    ``_CAPTION_LEVELS`` levels up; None when the nearest container with an image has
-    two or more, or another medium (a video's caption)."""
-    container = caption
+    """The one image beside a classed caption element: in its container at most
+    ``_CAPTION_LEVELS`` levels up, or, when that container holds several, in the block
+    right before (else right after) the caption's own block, holding that image and no
+    text (``<p><img></p><p><span class="caption">``, as mdBook writes figures). None
+    when the caption belongs to another medium (a video's caption)."""
+    container, block = caption, caption
     for _ in range(_CAPTION_LEVELS):
-        container = container.getparent()
-        if container is None or tag_of(container) in ("body", "html", "main", "article"):
+        block, container = container, container.getparent()
+        if container is None or tag_of(container) in ("body", "html"):
             return None
         images = _images_outside(container, caption, shown)
-        if images or _other_media(container, caption):
-            if len(images) == 1 and not _other_media(container, caption):
+        other = _other_media(container, caption)
+        if images or other:
+            if len(images) == 1 and not other:
                 return images[0]
+            if other:
+                return None
+            before = _image_block(_sibling(block, False), shown)
+            return before if before is not None else _image_block(_sibling(block, True), shown)
+        if tag_of(container) in ("main", "article"):
             return None
     return None
 

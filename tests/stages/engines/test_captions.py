@@ -113,6 +113,16 @@ CASES = {
         '<div id="fig-3-label">Figure 3: the harbour in 1850</div></figure>',
         ["Figure 3: the harbour in 1850"],
     ),
+    "mdbook_paragraph_after": (
+        # mdBook (the Rust book): the picture's paragraph, then the caption's, among
+        # the chapter's other paragraphs and pictures.
+        '<p><img alt="Two tables" src="img/trpl04-01.svg" class="center" style="width: 50%;"></p>'
+        '<p><span class="caption">Figure 4-1: The representation in memory of a <code>String</code></span></p>'
+        "<p>The length is how much memory, in bytes, the contents of the string are currently using.</p>"
+        '<p><img alt="Three tables" src="img/trpl04-02.svg" class="center" style="width: 50%;"></p>'
+        '<p><span class="caption">Figure 4-2: The representation in memory of the variable <code>s2</code></span></p>',
+        ["Figure 4-1: The representation in memory of a String", "Figure 4-2: The representation in memory of the variable s2"],
+    ),
     "inline_after_image": (
         # Older blogs and news sites: the picture's own paragraph, an italic line under it.
         '<p><a href="/img/big/boats.jpg"><img src="/img/boats.jpg" width="500" height="333" alt=""></a><br>'
