@@ -16,7 +16,9 @@ An image's caption is, in this order:
    news sites' ``.caption``, ``.image-caption``, ``.media-caption``,
    ``.photo-caption``, ``.figure-caption``, ``.img_caption`` ... -- beside exactly
    one image in a container at most ``_CAPTION_LEVELS`` levels up (a gallery's
-   captions go each to its own image; a caption beside two images goes to none);
+   captions go each to its own image; a caption beside two images goes to none), or
+   in the image-only block right before (else after) the caption's block when that
+   container holds several (mdBook's ``<p><img></p><p><span class="caption">``);
 4. a short ``<em>``, ``<i>``, ``<small>`` or ``<cite>`` right after the image in a
    container that holds nothing else (``<p><img><br><em>The
    harbour in 1905.</em></p>``, as older blogs and news sites write it).
