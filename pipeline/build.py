@@ -56,6 +56,7 @@ STAGED_STAGES = ("dedup", "images")
 # What a phase writes under its staging directory (and STAGED_DOCS, STAGED_DECISIONS,
 # STAGED_CAPTURED: pipeline/range_outputs.py).
 STAGED_BLOBS = "blobs"
+STAGED_FETCHED = "fetched"  # under the run's staging root, not a phase's
 TABLES_DIR = "tables"
 
 
@@ -122,7 +123,9 @@ def build_phase(
     ranges named there, which an earlier run staged.
     """
     here = phase_dir(staging, phase)
-    funnel = Funnel(pipeline, config, phase, here, done_ranges)
+    # Image bodies fetched over HTTP, kept across the run's phases and reruns (stages/image_retrieval.py).
+    fetched = beam_files.join(staging, STAGED_FETCHED) if done_ranges is not None or phase.index > 0 else None
+    funnel = Funnel(pipeline, config, phase, here, done_ranges, fetched)
     if phase.index == 0:
         funnel.read(inputs, reader)
         funnel.extract()
@@ -171,9 +174,11 @@ class Funnel:
     the read stage set aside and the images table's rows. Each stage's outputs pass
     through ``progress.count`` (the live progress line of local runs)."""
 
-    def __init__(self, pipeline: beam.Pipeline, config: Config, phase: Phase, here: str, done_ranges=None):
+    def __init__(self, pipeline: beam.Pipeline, config: Config, phase: Phase, here: str, done_ranges=None,
+                 fetched_dir: Optional[str] = None):
         self.pipeline, self.config, self.phase, self.here = pipeline, config, phase, here
         self.done_ranges = done_ranges
+        self.fetched_dir = fetched_dir
         self.ranged = False  # whether phase 0 stages its outputs per input range
         self.range_staging: Optional[RangeStaging] = None
         self.docs: Optional[beam.PCollection] = None
@@ -255,7 +260,8 @@ class Funnel:
 
             units = self._units("images")
             blobs = beam_files.join(self.here, STAGED_BLOBS) if units is not None else None
-            result = self._apply("images", CurateImages(self.config.images, self.captured, units=units, blob_dir=blobs))
+            result = self._apply("images", CurateImages(self.config.images, self.captured, units=units, blob_dir=blobs,
+                                                        fetched_dir=self.fetched_dir))
             self.image_rows = result.images
 
     def scoring(self, accelerator: Optional[str]) -> None:
@@ -325,7 +331,7 @@ class Funnel:
         config = self.config
         recycled = self.all_decisions | "Recycle" >> RecyclePairs(
             config.recycle,
-            retrieve=RetrieveImages(config.images),
+            retrieve=RetrieveImages(config.images, fetched_dir=self.fetched_dir),
             near_duplicates=ClusterByPhash(config.images.phash_max_distance),
             score=ScorePairs(config.scoring, accelerator=accelerator) if config.scoring.clip_on else None,
             redact_captions=beam.ParDo(RedactCaptionsFn(config.safety.pii)) if config.safety.pii.enabled else None,

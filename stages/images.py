@@ -146,19 +146,21 @@ class CurateImages(beam.PTransform):
         label: Optional[str] = None,
         units: Optional[beam.PCollection] = None,
         blob_dir: Optional[str] = None,
+        fetched_dir: Optional[str] = None,
     ):
         super().__init__(label)
         self._config = config
         self._captured = captured
         self._units = units
         self._blob_dir = blob_dir
+        self._fetched_dir = fetched_dir
 
     def expand(self, docs: beam.PCollection) -> ImagesResult:
         config = self._config
         staged = self._units is not None
         refs = docs | "ImageRefs" >> beam.FlatMap(staged_image_refs if staged else image_refs)
         wants = docs | "ImageWants" >> beam.FlatMap(staged_image_wants if staged else image_wants)
-        results = (wants, self._captured_images(docs)) | "Retrieve" >> RetrieveImages(config)
+        results = (wants, self._captured_images(docs)) | "Retrieve" >> RetrieveImages(config, fetched_dir=self._fetched_dir)
         summaries = results | "DropBytes" >> beam.Map(ImageResult.summary)
         image_decisions = summaries | "ImageDecisions" >> beam.FlatMap(_decision_rows)
         by_url = summaries | "SummaryByUrl" >> beam.Map(_by_url)
