@@ -1,24 +1,19 @@
-"""The SSRF guard of image retrieval: which addresses may be fetched, and a resolver
-that refuses the others.
+"""The SSRF guard of image retrieval: which addresses may be fetched.
 
-``GuardedResolver`` resolves with the system resolver, caches answers and refuses
-loopback, private, link-local, multicast, reserved and unspecified addresses unless
-``allowed_networks`` lists them. An IPv6 address that embeds an IPv4 address
-(IPv4-mapped and -compatible, 6to4 2002::/16, Teredo 2001::/32, NAT64 64:ff9b::/96,
-ISATAP) is refused when the embedded address is. aiohttp connects only to addresses
-this resolver returned, so a DNS answer cannot change between the check and the
-connection.
+``refused_reason`` refuses loopback, private, link-local, multicast, reserved and
+unspecified addresses unless ``allowed_networks`` lists them. An IPv6 address that
+embeds an IPv4 address (IPv4-mapped and -compatible, 6to4 2002::/16, Teredo
+2001::/32, NAT64 64:ff9b::/96, ISATAP) is refused when the embedded address is. The
+resolver the fetcher uses (``dns_cache.GuardedDnsResolver``) applies it to every
+answer, and aiohttp connects only to addresses that resolver returned, so a DNS
+answer cannot change between the check and the connection.
 """
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
-import socket
-import time
-from typing import Iterable, Optional, Sequence
+from typing import Optional, Sequence
 
-from aiohttp.abc import AbstractResolver
 
 
 class RefusedAddress(OSError):
@@ -83,53 +78,3 @@ def refused_reason(address: str, allowed: Sequence[ipaddress._BaseNetwork]) -> s
         if why:
             return f"{why}: {form} embeds {inner}"
     return ""
-
-
-class GuardedResolver(AbstractResolver):
-    """Resolves with the system resolver (in a thread), caches answers for
-    ``ttl`` seconds and refuses hosts with any address the guard refuses."""
-
-    def __init__(self, allowed_networks: Iterable[str] = (), ttl: float = 300.0):
-        self._allowed = [ipaddress.ip_network(n, strict=False) for n in allowed_networks]
-        self._ttl = ttl
-        self._cache: dict[tuple[str, int], tuple[float, list[dict]]] = {}
-        self.lookups = 0  # answers not served from the cache
-
-    def check_literal(self, host: str) -> None:
-        """Raise RefusedAddress for a refused IP literal (aiohttp does not resolve those)."""
-        if ip_or_none(host.strip("[]")) is None:
-            return
-        why = refused_reason(host.strip("[]"), self._allowed)
-        if why:
-            raise RefusedAddress(f"{host} is {why}")
-
-    async def resolve(self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET) -> list[dict]:
-        key = (host, port)
-        now = time.monotonic()
-        cached = self._cache.get(key)
-        if cached is not None and cached[0] > now:
-            answer = cached[1]
-        else:
-            self.lookups += 1
-            loop = asyncio.get_running_loop()
-            infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM, family=socket.AF_UNSPEC)
-            answer = [
-                {
-                    "hostname": host,
-                    "host": info[4][0],
-                    "port": info[4][1],
-                    "family": info[0],
-                    "proto": info[2],
-                    "flags": socket.AI_NUMERICHOST,
-                }
-                for info in infos
-            ]
-            self._cache[key] = (now + self._ttl, answer)
-        for entry in answer:
-            why = refused_reason(entry["host"], self._allowed)
-            if why:
-                raise RefusedAddress(f"{host} resolves to {entry['host']} ({why})")
-        return answer
-
-    async def close(self) -> None:
-        self._cache.clear()
