@@ -277,7 +277,7 @@ def test_a_second_run_into_a_directory_in_use_is_refused_with_one_line(small_war
 
 def test_a_concurrent_run_is_refused_while_the_first_one_works(tmp_path):
     huge = tmp_path / "huge.warc.gz"
-    repeat_pages(DEMO, huge, 300)  # minutes of work: it is still running when the second run asks
+    repeat_pages(DEMO, huge, 1000)  # minutes of work, even on a loaded machine: still running when the second run asks
     output = tmp_path / "out"
     first = subprocess.Popen(cli(huge, "-o", output, "-q"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                              start_new_session=True)
