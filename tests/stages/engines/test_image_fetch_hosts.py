@@ -117,7 +117,7 @@ def test_retry_after_pauses_the_whole_host_and_only_that_host(web):
     after = [t - refused_at for t, p in web.requests(busy) if t > refused_at]
     assert after and min(after) >= 0.95  # the host's next request of any URL waited out the pause
     during = [t for t, _ in web.requests(other, "/img/") if refused_at < t < refused_at + 0.9]
-    assert len(during) >= 4  # the other host was not paused
+    assert len(during) >= 1  # the other host was not paused (how many it served meanwhile depends on the machine's load)
 
 
 def test_a_host_refusing_connections_is_given_up_after_three_failures():
@@ -372,8 +372,10 @@ def test_no_url_of_a_host_starts_before_its_robots_txt_is_read():
 def test_the_host_with_the_most_work_left_gets_the_slots_first():
     """Two slots; one host with 8 URLs, four with one each, all as fast: the big host
     sets the run's length, so it is kept at its limit until it has as little left as
-    the others; taking turns would start the small ones first and end later."""
-    fetcher = StubFetcher(0.02)
+    the others; taking turns would start the small ones first and end later. (Answers
+    of 0.2 s: the rule weighs measured times, which a loaded machine's jitter of tens
+    of milliseconds must not reorder.)"""
+    fetcher = StubFetcher(0.2)
     wants = {"big.example": [(f"http://big.example/{i}.jpg", ()) for i in range(8)]}
     wants |= {f"small{h}.example": [(f"http://small{h}.example/1.jpg", ())] for h in range(4)}
     scheduled(fetcher, 2, 2, wants)
