@@ -45,7 +45,9 @@ from mmcurate.stages.range_staging import (
 from mmcurate.stages.read_index import ReadWarcIndex
 from mmcurate.stages.safety import DropUnsafeImages, RedactPersonalData, RejectUnsafePages, has_lists
 from mmcurate.stages.staging import ReadStaged, WriteStaged, read_all
-from mmcurate.stages.write import WriteCorpus
+from mmcurate.schemas.arrow_rows import table_row
+from mmcurate.schemas.tables import DECISIONS
+from mmcurate.stages.write import WriteCorpus, WriteTable
 
 log = logging.getLogger(__name__)
 
@@ -187,6 +189,7 @@ class Funnel:
         self.staged = None  # StagedRecords of the phase before (phases after the first)
         self.image_rows: Optional[beam.PCollection] = None
         self.all_decisions: Optional[beam.PCollection] = None  # the last phase's, every phase's rows
+        self.staged_decisions: list[beam.PCollection] = []  # the earlier phases' rows, written apart
         self.pairs: Optional[beam.PCollection] = None
 
     def read(self, inputs: Sequence[str], reader: Optional[beam.PTransform]) -> None:
@@ -303,8 +306,15 @@ class Funnel:
     def gather_decisions(self, earlier: Sequence[str]) -> None:
         """The last phase: its decision rows and those the phases before it staged
         (counted when they ran), as one PCollection."""
-        for index, directory in enumerate(earlier):
-            self.decisions.append(read_all([beam_files.join(directory, STAGED_DECISIONS)], self.pipeline, f"ReadDecisions{index}"))
+        staged = [read_all([beam_files.join(directory, STAGED_DECISIONS)], self.pipeline, f"ReadDecisions{index}")
+                  for index, directory in enumerate(earlier)]
+        if self._recycled():  # recycling reads every decision row at once
+            self.decisions.extend(staged)
+        else:
+            # Written by sinks of their own (``write``): a Flatten of them with this phase's
+            # rows would hold every decision row of the run in a runner's memory (Beam's
+            # FnApiRunner materialises a Flatten of several inputs).
+            self.staged_decisions = staged
         self.all_decisions = self._all_decisions()
 
     def redact_personal_data(self) -> None:
@@ -348,6 +358,12 @@ class Funnel:
         docs = progress.count(self.docs, "CountKept", "write")
         outputs = (docs, self.all_decisions, self._image_rows(), self.pairs)
         _ = outputs | "Write" >> WriteCorpus(tables, self.config.write)
+        for index, staged in enumerate(self.staged_decisions):
+            _ = (
+                staged
+                | f"StagedDecisionRows{index}" >> beam.Map(table_row, DECISIONS)
+                | f"WriteStagedDecisions{index}" >> WriteTable(tables, DECISIONS, self.config.write, name=f"phase{index}")
+            )
 
     # -- the bookkeeping every stage shares --------------------------------------------
 
@@ -378,6 +394,8 @@ class Funnel:
         return "recycle" in self.config.run.stages
 
     def _all_decisions(self) -> beam.PCollection:
+        if not self.decisions:  # the write phase decides nothing itself
+            return self.pipeline | "NoDecisions" >> beam.Create([])
         return _gather(self.decisions, self._recycled(), "AllDecisions")
 
     def _image_rows(self) -> beam.PCollection:
