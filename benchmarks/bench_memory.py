@@ -1,9 +1,9 @@
 """Peak memory of ``mmcurate run`` at 1x and 10x the input, on DirectRunner.
 
 Builds real-looking WARCs from the HTML pages and captured images of the fixture
-WARCs (tests/fixtures/warc, and /work/shared/fixtures/warc when present): page i is
+WARCs (tests/fixtures/warc, and shared/fixtures/warc beside the checkout when present): page i is
 fixture page ``i mod P`` under its own URL with a few paragraphs of real English
-news sentences inserted in its main content (WMT22 sources from /work/shared/data,
+news sentences inserted in its main content (WMT22 sources from shared/data,
 picked by a seed of i), so that every page is different; one page in ten repeats an
 earlier page's text exactly and one in ten nearly (one paragraph changed), so dedup
 has work. Image ``src`` values that point at captured images get a ``/v<g>/`` path
@@ -54,14 +54,17 @@ sys.path.insert(0, str(ROOT / "tests"))
 from imagegen import encode, photo  # noqa: E402
 from warcbuild import WarcBuilder  # noqa: E402
 
-FIXTURE_DIRS = [ROOT / "tests" / "fixtures" / "warc", Path("/work/shared/fixtures/warc")]
+from mmcurate.pipeline.build_models import shared_data  # noqa: E402
+
+SHARED = shared_data().parent  # shared/ beside the checkout (or inside it), as `make models` finds it
+FIXTURE_DIRS = [ROOT / "tests" / "fixtures" / "warc", SHARED / "fixtures" / "warc"]
 _SRC = re.compile(rb'(src\s*=\s*["\'])([^"\']+)(["\'])', re.IGNORECASE)
 _BODY_END = re.compile(rb"</body>", re.IGNORECASE)
 _WORD = re.compile(r"[A-Za-z]{3,12}")
 _TAG = re.compile(rb"<[^>]*>")
 _FIRST_P = re.compile(rb"<p[\s>]", re.IGNORECASE)
 _HEAD_END = re.compile(rb"</head>", re.IGNORECASE)
-SENTENCES = Path("/work/shared/data/mt-wmt22/txt/sources/generaltest2022.en-de.src.en")
+SENTENCES = SHARED / "data" / "mt-wmt22" / "txt" / "sources" / "generaltest2022.en-de.src.en"
 
 
 def fixture_records() -> tuple[list[tuple[str, bytes, str]], dict[str, tuple[bytes, str]]]:
@@ -89,7 +92,7 @@ def fixture_records() -> tuple[list[tuple[str, bytes, str]], dict[str, tuple[byt
 
 
 def sentences() -> list[str]:
-    """Real English sentences (WMT22 news sources, /work/shared/data), else the
+    """Real English sentences (WMT22 news sources, shared/data), else the
     fixture pages' own words strung together."""
     path = SENTENCES
     if path.is_file():

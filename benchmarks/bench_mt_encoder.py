@@ -228,7 +228,7 @@ def stacked(examples, y, encoder: EncoderModel, train, test):
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--data", type=Path, default=build_models._default_data())
+    p.add_argument("--data", type=Path, default=build_models.shared_data())
     p.add_argument("--cache", type=Path, default=Path("/tmp/mmcurate_mt_encoder"),
                    help="embeddings are cached as CACHE_<hash>_<max tokens>.npy")
     p.add_argument("--threads", type=int, default=2)

@@ -388,7 +388,7 @@ def nested(examples, counts, meta):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--data", default=str(build_models._default_data()))
+    p.add_argument("--data", default=str(build_models.shared_data()))
     p.add_argument("--variants", default="baseline")
     p.add_argument("--protocols", default="sources")
     p.add_argument("--nested", action="store_true", help="only the nested choice of sum's weight")

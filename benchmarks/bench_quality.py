@@ -389,7 +389,7 @@ def _rewrite(data: Path, n: int) -> None:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--data", type=Path, default=build_models._default_data())
+    p.add_argument("--data", type=Path, default=build_models.shared_data())
     p.add_argument("--mt-languages", default="", help="comma-separated targets (default: every one the data has)")
     p.add_argument("--mt-train-args", default="", help="extra `mmcurate train` flags for the MT models, e.g. "
                    "'--bits 20 --c 3' (to compare against the shipped settings)")

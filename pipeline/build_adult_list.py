@@ -31,17 +31,10 @@ from pathlib import Path
 from typing import Iterable
 
 from mmcurate.filters import unsafe_urls
+from mmcurate.pipeline.build_models import shared_data
 
 HERE = Path(__file__).resolve().parent
 OUTPUT = HERE.parent / "filters" / "data" / "adult_urls_ut1"
-
-
-def _default_data() -> Path:
-    """``shared/data/adult-urls-ut1`` inside the checkout, else beside it."""
-    for root in (HERE.parent / "shared", HERE.parent.parent / "shared"):
-        if (root / "data" / "adult-urls-ut1").is_dir():
-            return root / "data" / "adult-urls-ut1"
-    return HERE.parent.parent / "shared" / "data" / "adult-urls-ut1"
 
 
 def private_suffixes() -> frozenset[str]:
@@ -100,7 +93,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data", type=Path, default=None, help="UT1's adult files (domains.gz, urls.gz)")
     parser.add_argument("--output", type=Path, default=OUTPUT)
     args = parser.parse_args(argv)
-    data = args.data or _default_data()
+    data = args.data or shared_data() / "adult-urls-ut1"
     built = build(data, args.output)
     print(f"domains: {built['domains']:,} in {unsafe_urls.SHIPPED_DOMAINS}")
     print(f"left out (private-section public suffixes): {', '.join(built['left_out']) or 'none'}")

@@ -54,7 +54,7 @@ WMT_EXCLUDE = ["generaltest2023.en-he.ref.refA.he"]
 MIN_DOCS = 100
 
 
-def _default_data() -> Path:
+def shared_data() -> Path:
     """``shared/data`` inside the checkout, else beside it, else beside the folder
     that holds it (a worktree under ``wt/``)."""
     repo = HERE.parent
@@ -147,7 +147,7 @@ def build(data: Path, output: Path) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="build_models", description=__doc__.split("\n\n")[0])
-    p.add_argument("--data", type=Path, default=_default_data(), help="the shared data folder (default: %(default)s)")
+    p.add_argument("--data", type=Path, default=shared_data(), help="the shared data folder (default: %(default)s)")
     p.add_argument("--output", type=Path, default=HERE.parent / "stages" / "quality_models", help="where the models go")
     args = p.parse_args(argv)
     return build(args.data, args.output)

@@ -14,7 +14,7 @@ reader's own counters for it).
 Each output the phase stages (its documents, each stage's decision rows, the
 captured images) goes through its own ``StageRecordsFn``, which writes each record
 into a file of that record's range: a run of records of one range in a file of its
-own (``r-<range id>-<output>-<offset of its first record>.parquet``), written under a
+own (``r-<range id>-<output>-<first record's offset and digest>.parquet``), written under a
 temporary name and renamed into place when a record of another range comes or the
 bundle ends, with the page rows and decision rows it holds in its footer. The names
 are deterministic, so a retried bundle replaces its files rather than adding to them.
@@ -32,6 +32,7 @@ finished ranges as an uninterrupted run would.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 
 import apache_beam as beam
@@ -131,7 +132,7 @@ class _StagedReading:
 
 
 class ReadStagedRangeFn(_StagedReading, ReadChunkFn):
-    """``ReadChunkFn`` that brackets each range it reads and skips the ranges an
+    """``ReadChunkFn`` that stamps each range it reads and skips the ranges an
     earlier run finished. A file read whole (``read.reshuffle: false``) is the range
     ``(path, 0, -1)``."""
 
@@ -142,7 +143,7 @@ class ReadStagedRangeFn(_StagedReading, ReadChunkFn):
 
 class ReadStagedFilesInOrderFn(_StagedReading, ReadFilesInOrderFn):
     """``ReadFilesInOrderFn`` (``read.limit``: the first N pages, files in path order)
-    that brackets each file it reads as the range ``(path, 0, -1)``. A file an earlier
+    that stamps each file it reads as the range ``(path, 0, -1)``. A file an earlier
     run finished is skipped and its pages (its marker's, up to the limit: the same
     pages, since files are always taken in the same order) count towards the limit,
     so the rerun reads the same first N pages."""
@@ -155,7 +156,7 @@ class ReadStagedFilesInOrderFn(_StagedReading, ReadFilesInOrderFn):
 
 class ReadStagedBatchFn(_StagedReading, ReadBatchFn):
     """``ReadBatchFn`` (``--index``: the pointers into one file, in a batch) that
-    brackets each batch it reads as the range of bytes its pointers span, and skips
+    stamps each batch it reads as the range of bytes its pointers span, and skips
     the batches an earlier run finished; the marker also holds the bytes the pointers
     name (``bytes``: the live progress's measure of an index run)."""
 
@@ -189,9 +190,8 @@ def range_counters(read: Mapping[str, Any], rows: Mapping[tuple, int], chain: Se
 class _RunOfRange:
     """The file a ``StageRecordsFn`` is filling: records of one range, in a row."""
 
-    def __init__(self, rid: str, first_offset: int, writer: TableWriter):
+    def __init__(self, rid: str, writer: TableWriter):
         self.rid = rid
-        self.first_offset = first_offset
         self.writer = writer
         self.pages = 0
         self.rows: dict[tuple[str, str, str, str], int] = {}
@@ -200,8 +200,8 @@ class _RunOfRange:
 class StageRecordsFn(beam.DoFn):
     """Stages each record of one output (``table``, written as ``output``) into a file
     of its range (see the module docstring); a record no staged reader stamped goes
-    on, for Beam's sink. ``row`` makes a record's row (a staging table's key and
-    pickled record, or an output table's row); ``prepare`` turns a decision row into
+    on, for Beam's sink. ``row`` makes a record's staging row (its key and the pickled
+    record); ``prepare`` turns a decision row into
     what is staged (without the rejected document it carries, unless recycling needs
     it)."""
 
@@ -230,13 +230,16 @@ class StageRecordsFn(beam.DoFn):
             yield record
             return
         rid = range_id(prov.warc_file, *prov.range)
+        row = self._row(record)
         run = self._run
         if run is None or run.rid != rid:
             self._close()
-            staging = self._staging
-            final = range_part(FileSystems, staging.tables[self._table], rid, self._output, prov.offset)
-            run = self._run = _RunOfRange(rid, prov.offset, TableWriter(FileSystems, final))
-        run.writer.add(self._row(record))
+            # Named by its first record (its offset and a digest of the record itself: two rows of
+            # one page share the offset), so a retried bundle rewrites the same files.
+            first = f"{prov.offset}-{hashlib.sha1(row['record']).hexdigest()[:8]}"
+            final = range_part(FileSystems, self._staging.tables[self._table], rid, self._output, first)
+            run = self._run = _RunOfRange(rid, TableWriter(FileSystems, final))
+        run.writer.add(row)
         if isinstance(record, Decision):
             key = (record.subject, record.stage, record.kind, record.reason)
             run.rows[key] = run.rows.get(key, 0) + 1

@@ -64,8 +64,6 @@ STAGE = "read"
 # Output tags of the reading ParDo (rejected and errors come from stages.results).
 PAGES = "pages"
 IMAGES = "images"
-# A staged reader's edges of each range it reads (stages/range_staging.py).
-RANGES = "ranges"
 
 
 class ReadResult(NamedTuple):
@@ -75,7 +73,6 @@ class ReadResult(NamedTuple):
     images: beam.PCollection  # CapturedImage
     rejected: beam.PCollection  # Decision, kind "rejected"
     errors: beam.PCollection  # Decision, kind "error"
-    ranges: Optional[beam.PCollection] = None  # RangeEdge, from a staged reader (stages/range_staging.py)
 
 
 def open_archive(path: str) -> BinaryIO:
@@ -328,8 +325,7 @@ class ReadWarc(beam.PTransform):
     replaces ``ReadChunkFn`` as the reader of each range, and reads each file as the
     one range ``(path, 0, -1)`` without ``read.reshuffle``; ``in_order_reader``
     replaces ``ReadFilesInOrderFn`` under ``read.limit`` (the first phase of
-    ``mmcurate run`` stages each range as it reads it: ``stages/range_staging.py``;
-    such a reader's range edges are ``ReadResult.ranges``).
+    ``mmcurate run`` stages each range as it reads it: ``stages/range_staging.py``).
     """
 
     def __init__(
@@ -352,7 +348,7 @@ class ReadWarc(beam.PTransform):
 
     def expand(self, pbegin) -> ReadResult:
         config = self._config
-        tags = (IMAGES, REJECTED, ERRORS, RANGES)
+        tags = (IMAGES, REJECTED, ERRORS)
         paths = (
             pbegin
             | "Patterns" >> beam.Create(self._patterns)
@@ -385,4 +381,4 @@ class ReadWarc(beam.PTransform):
 
 
 def _result(outputs) -> ReadResult:
-    return ReadResult(outputs[PAGES], outputs[IMAGES], outputs[REJECTED], outputs[ERRORS], outputs[RANGES])
+    return ReadResult(outputs[PAGES], outputs[IMAGES], outputs[REJECTED], outputs[ERRORS])

@@ -47,7 +47,7 @@ from mmcurate.stages.engines.warc.index_pointers import (
     pointers,
     read_range,
 )
-from mmcurate.stages.read import CHUNK_BYTES, IMAGES, PAGES, RANGES, STAGE, ReadResult, ReadWarcFileFn, open_archive
+from mmcurate.stages.read import CHUNK_BYTES, IMAGES, PAGES, STAGE, ReadResult, ReadWarcFileFn, open_archive
 from mmcurate.stages.results import ERRORS, REJECTED
 
 
@@ -168,7 +168,7 @@ class ReadWarcIndex(beam.PTransform):
             | "SpreadBatches" >> beam.Reshuffle()
         )
         reader = self.batch_reader or ReadBatchFn(self._config)
-        outputs = pointers | "ReadRanges" >> beam.ParDo(reader).with_outputs(IMAGES, REJECTED, ERRORS, RANGES, main=PAGES)
+        outputs = pointers | "ReadRanges" >> beam.ParDo(reader).with_outputs(IMAGES, REJECTED, ERRORS, main=PAGES)
         # No reshuffle of pages: page HTML never crosses a shuffle (runners hold
         # shuffled data in memory).
-        return ReadResult(outputs[PAGES], outputs[IMAGES], outputs[REJECTED], outputs[ERRORS], outputs[RANGES])
+        return ReadResult(outputs[PAGES], outputs[IMAGES], outputs[REJECTED], outputs[ERRORS])

@@ -38,7 +38,7 @@ ROWS_PER_UNIT = 256
 ROW_GROUP_BYTES = 8 * 1024 * 1024
 _KEY_SEP = "\x00"
 
-RANGE_PREFIX = "r-"  # a range's file in a staging table: r-<range id>-<output>-<first offset>.parquet
+RANGE_PREFIX = "r-"  # a range's file: r-<range id>-<output>-<first offset>-<first record digest>.parquet
 MARKERS = "ranges"  # the directory of range markers, beside the tables
 _TMP = ".tmp-"
 
@@ -188,9 +188,9 @@ FACTS_KEY = b"mmcurate.range"
 READS = "reads"  # the directory of the read records of ranges, beside the tables
 
 
-def range_part(fs, table_dir: str, rid: str, output: str, first_offset: int) -> str:
+def range_part(fs, table_dir: str, rid: str, output: str, first: str) -> str:
     """The file of a run of one range's records from one output, named by its first record."""
-    return fs.join(table_dir, f"{RANGE_PREFIX}{rid}-{output}-{first_offset}.parquet")
+    return fs.join(table_dir, f"{RANGE_PREFIX}{rid}-{output}-{first}.parquet")
 
 
 def part_range_id(path: str) -> Optional[str]:

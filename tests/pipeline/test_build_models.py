@@ -9,7 +9,7 @@ import pytest
 from mmcurate.pipeline import build_models
 from mmcurate.stages.engines.text_classifiers import shipped_models_dir
 
-DATA = build_models._default_data()
+DATA = build_models.shared_data()
 
 
 def _sha256(path) -> str:

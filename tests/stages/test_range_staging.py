@@ -6,6 +6,7 @@ hold every page it read, and removes everything else."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -77,18 +78,24 @@ def _files(phase: Path, table: str) -> list[str]:
     return [p.rsplit("/", 1)[-1] for p in sf.staged_files(FileSystems, str(phase / table))]
 
 
+def _name(chunk, output: str, record) -> str:
+    """The file a run starting with ``record`` goes to: its offset and a digest of the pickled record."""
+    digest = hashlib.sha1(sf.to_row(record, key=record_key)["record"]).hexdigest()[:8]
+    return f"r-{sf.range_id(*chunk)}-{output}-{record.provenance.offset}-{digest}.parquet"
+
+
 def test_a_run_of_one_ranges_records_goes_in_place_when_the_next_range_begins(tmp_path):
     phase = tmp_path / "0-read"
     docs, _ = _stagers(phase)
     assert _feed(docs, [_document(FIRST, 10), _document(FIRST, 20)]) == []
     assert _files(phase, DOCS) == []  # still being written, under a temporary name
     _feed(docs, [_document(SECOND, 1010)])
-    rid = sf.range_id(*FIRST)
-    assert _files(phase, DOCS) == [f"r-{rid}-documents-10.parquet"]
-    keys = pq.read_table(phase / DOCS / f"r-{rid}-documents-10.parquet").column("key").to_pylist()
+    first = _name(FIRST, "documents", _document(FIRST, 10))
+    assert _files(phase, DOCS) == [first]
+    keys = pq.read_table(phase / DOCS / first).column("key").to_pylist()
     assert keys == [record_key(_document(FIRST, 10)), record_key(_document(FIRST, 20))]
     docs.finish_bundle()
-    assert _files(phase, DOCS) == sorted([f"r-{rid}-documents-10.parquet", f"r-{sf.range_id(*SECOND)}-documents-1010.parquet"])
+    assert _files(phase, DOCS) == sorted([first, _name(SECOND, "documents", _document(SECOND, 1010))])
 
 
 def test_a_range_whose_files_hold_every_page_it_read_is_finished_with_its_counters(tmp_path):
@@ -122,7 +129,7 @@ def test_a_range_short_of_a_page_is_removed_with_its_read_record_to_be_read_agai
     assert list(whole_ranges(str(phase), TABLES, False, CHAIN)[0]) == [sf.range_id(*SECOND)]
     finished = finish_ranges(str(phase), TABLES, False, CHAIN)
     assert list(finished) == [sf.range_id(*SECOND)]
-    assert _files(phase, DOCS) == [f"r-{sf.range_id(*SECOND)}-documents-1010.parquet"]
+    assert _files(phase, DOCS) == [_name(SECOND, "documents", _document(SECOND, 1010))]
     assert list(sf.read_records(FileSystems, str(phase))) == [sf.range_id(*SECOND)]
 
 
@@ -151,5 +158,19 @@ def test_a_retried_bundle_replaces_its_files_instead_of_adding_to_them(tmp_path)
         _feed(docs, [_document(FIRST, 10), _document(FIRST, 20)])
         docs.finish_bundle()
     _read_record(phase, FIRST, 2)
-    assert _files(phase, DOCS) == [f"r-{sf.range_id(*FIRST)}-documents-10.parquet"]
+    assert _files(phase, DOCS) == [_name(FIRST, "documents", _document(FIRST, 10))]
     assert list(finish_ranges(str(phase), TABLES, False, CHAIN)) == [sf.range_id(*FIRST)]
+
+
+def test_two_runs_of_one_range_that_start_at_the_same_offset_keep_both_files(tmp_path):
+    """A page's image row and its page row share the page's offset; a run of another
+    range between them (a stage that batches) must not make the second run's file
+    replace the first's."""
+    phase = tmp_path / "0-read"
+    _, rows = _stagers(phase)
+    _feed(rows, [_image_row(FIRST, 10), _page_row(SECOND, 1010), _page_row(FIRST, 10)])
+    rows.finish_bundle()
+    _read_record(phase, FIRST, 1)
+    _read_record(phase, SECOND, 1)
+    assert len(_files(phase, DECISIONS)) == 3
+    assert sorted(finish_ranges(str(phase), TABLES, False, CHAIN)) == sorted([sf.range_id(*FIRST), sf.range_id(*SECOND)])

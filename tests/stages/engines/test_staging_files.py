@@ -27,7 +27,7 @@ def _row(image: CapturedImage) -> dict:
 
 
 def _part(phase: Path, table: str, path: str, offsets, output: str = "documents") -> str:
-    final = sf.range_part(FileSystems, str(phase / table), sf.range_id(path, 0, -1), output, offsets[0])
+    final = sf.range_part(FileSystems, str(phase / table), sf.range_id(path, 0, -1), output, str(offsets[0]))
     writer = sf.TableWriter(FileSystems, final)
     for offset in offsets:
         writer.add(_row(_image(path, offset)))
