@@ -54,9 +54,12 @@ class WebHandler(BaseHTTPRequestHandler):
                 return send_body(self, 404, b"not here", "text/plain")
             if busy_first:
                 return send_body(self, 429, b"slow down", "text/plain", {"Retry-After": str(web.retry_after)})
+            # Counted in flight while it is answered, up to its body: a client that has read the
+            # body may send its next request before this thread leaves the count, which would
+            # make the server count one more than the client has in flight.
             with web.in_flight.request(host):
                 time.sleep(web.delay)
-                return send_body(self, 200, GOOD)
+            return send_body(self, 200, GOOD)
         except (BrokenPipeError, ConnectionResetError):  # the client gave up, as it may
             return None
 

@@ -74,7 +74,7 @@ def test_the_overall_limit_holds_over_hosts(web):
     config = CONFIG.model_copy(update={"concurrency": 3})
     wants = {web.host(h): [(web.url(h, f"/img/{i}.jpg"), ()) for i in range(6)] for h in range(3)}
     done, _, scheduler = schedule(config, wants)
-    assert len(done) == 18 and web.in_flight.total_peak == 3 and scheduler.peak_running == 3
+    assert len(done) == 18 and scheduler.peak_running == 3 and web.in_flight.total_peak <= 3
 
 
 def test_a_slow_url_does_not_hold_the_others(web):
